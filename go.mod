@@ -1,0 +1,3 @@
+module github.com/goiwarp/iwarp
+
+go 1.26
