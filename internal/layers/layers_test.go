@@ -1,0 +1,122 @@
+// Package layers holds the architecture tripwire: a test that the protocol
+// packages depend on each other downwards only, and that the core stays
+// standard-library only.
+package layers
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/goiwarp/iwarp"
+
+// rank orders the packages of the module from the bottom of the stack up. A
+// package may import only packages of a strictly lower rank. Tool packages
+// (capture, decode) sit beside the stack: they may import the protocol
+// packages, and nothing in the stack may import them.
+var rank = map[string]int{
+	"internal/wire":    0,
+	"internal/fpdu":    1,
+	"internal/mpa":     2,
+	"internal/ddp":     3,
+	"internal/mem":     3,
+	"internal/rdmap":   4,
+	"internal/engine":  5,
+	"":                 6, // the root package: the public verbs API
+	"internal/capture": 10,
+	"internal/decode":  11,
+	"internal/layers":  20,
+	"cmd/iwarp":        30,
+}
+
+// toolOnly are the packages that only tools may import.
+var toolOnly = map[string]bool{"internal/capture": true, "internal/decode": true}
+
+type pkg struct {
+	path    string
+	imports []string
+}
+
+func listPackages(t *testing.T) []pkg {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}:{{join .Imports \" \"}}", module+"/...").Output()
+	if err != nil {
+		t.Skipf("go list unavailable: %v", err)
+	}
+	var pkgs []pkg
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		path, imps, _ := strings.Cut(line, ":")
+		pkgs = append(pkgs, pkg{path: path, imports: strings.Fields(imps)})
+	}
+	return pkgs
+}
+
+func rel(path string) (string, bool) {
+	if path == module {
+		return "", true
+	}
+	r, ok := strings.CutPrefix(path, module+"/")
+	return r, ok
+}
+
+// violations returns one message per import that breaks the layering.
+func violations(pkgs []pkg) []string {
+	var bad []string
+	for _, p := range pkgs {
+		name, _ := rel(p.path)
+		r, ok := rank[name]
+		if !ok {
+			bad = append(bad, "package "+p.path+" has no rank in layers_test.go: add it to the table")
+			continue
+		}
+		for _, imp := range p.imports {
+			in, mine := rel(imp)
+			if !mine {
+				if first, _, _ := strings.Cut(imp, "/"); strings.Contains(first, ".") && !strings.HasPrefix(name, "cmd/") {
+					bad = append(bad, p.path+" imports "+imp+": the core is standard library only")
+				}
+				continue
+			}
+			ir, ok := rank[in]
+			if !ok {
+				continue // reported as a package of its own
+			}
+			if ir >= r {
+				bad = append(bad, p.path+" imports "+imp+": dependencies must point down")
+			}
+			if toolOnly[in] && r < rank["internal/capture"] {
+				bad = append(bad, p.path+" imports the tool package "+imp)
+			}
+		}
+	}
+	return bad
+}
+
+func TestDependenciesPointDown(t *testing.T) {
+	for _, v := range violations(listPackages(t)) {
+		t.Error(v)
+	}
+}
+
+// TestViolationsDetected makes sure the check itself can fail.
+func TestViolationsDetected(t *testing.T) {
+	cases := []pkg{
+		{path: module + "/internal/wire", imports: []string{module + "/internal/mpa"}},
+		{path: module + "/internal/mpa", imports: []string{module + "/internal/decode"}},
+		{path: module + "/internal/fpdu", imports: []string{"golang.org/x/sys/unix"}},
+		{path: module + "/internal/nowhere"},
+	}
+	for _, c := range cases {
+		if v := violations([]pkg{c}); len(v) == 0 {
+			t.Errorf("no violation reported for %s importing %v", c.path, c.imports)
+		}
+	}
+	ok := []pkg{
+		{path: module + "/internal/mpa", imports: []string{module + "/internal/wire", "net"}},
+		{path: module + "/cmd/iwarp", imports: []string{module + "/internal/decode", "example.com/lib"}},
+	}
+	if v := violations(ok); len(v) != 0 {
+		t.Errorf("false violations: %v", v)
+	}
+}
