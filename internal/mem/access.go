@@ -1,0 +1,40 @@
+package mem
+
+import "strings"
+
+// Access is a set of access rights of a registered region.
+type Access uint16
+
+// The access rights. Local read is always allowed.
+const (
+	AccessLocalWrite   Access = 1 << iota // the local consumer may have the RNIC write into it (receives, Read sinks)
+	AccessRemoteRead                      // a peer may RDMA Read it
+	AccessRemoteWrite                     // a peer may RDMA Write it
+	AccessRemoteAtomic                    // a peer may run RFC 7306 atomics on it
+	accessAll          = AccessLocalWrite | AccessRemoteRead | AccessRemoteWrite | AccessRemoteAtomic
+)
+
+// String lists the rights, e.g. "local-write|remote-read".
+func (a Access) String() string {
+	if a == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, n := range []struct {
+		a    Access
+		name string
+	}{
+		{AccessLocalWrite, "local-write"},
+		{AccessRemoteRead, "remote-read"},
+		{AccessRemoteWrite, "remote-write"},
+		{AccessRemoteAtomic, "remote-atomic"},
+	} {
+		if a&n.a != 0 {
+			parts = append(parts, n.name)
+		}
+	}
+	if a&^accessAll != 0 {
+		parts = append(parts, "unknown")
+	}
+	return strings.Join(parts, "|")
+}

@@ -1,0 +1,100 @@
+package mem
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+)
+
+// Region is a registered memory region: a caller-owned []byte exposed under
+// an STag, with a protection domain, access rights and a tagged-offset base.
+//
+// Concurrency: buf, base, pd and index never change after registration.
+// state holds the key, the valid bit and the access rights in one word so a
+// check reads them with one atomic load; it changes on invalidation and on
+// re-keying. pins counts placements in flight (see Acquire).
+type Region struct {
+	table *Table
+	index uint32
+	pd    uint32
+	buf   []byte
+	base  uint64
+
+	state atomic.Uint32 // key | validBit | access<<16
+	pins  atomic.Int64
+}
+
+const validBit = 1 << 8
+
+func packState(key uint8, valid bool, a Access) uint32 {
+	s := uint32(key) | uint32(a)<<16
+	if valid {
+		s |= validBit
+	}
+	return s
+}
+
+// STag returns the region's current STag.
+func (r *Region) STag() STag { return MakeSTag(r.index, uint8(r.state.Load())) }
+
+// Base returns the tagged offset of the region's first byte: the TO a peer
+// uses to address buf[0].
+func (r *Region) Base() uint64 { return r.base }
+
+// Len returns the region's length in bytes.
+func (r *Region) Len() int { return len(r.buf) }
+
+// PD returns the protection domain the region belongs to.
+func (r *Region) PD() uint32 { return r.pd }
+
+// Access returns the region's current access rights.
+func (r *Region) Access() Access { return Access(r.state.Load() >> 16) }
+
+// Valid reports whether the region's STag is currently valid.
+func (r *Region) Valid() bool { return r.state.Load()&validBit != 0 }
+
+// Bytes returns the registered buffer.
+func (r *Region) Bytes() []byte { return r.buf }
+
+// check validates one access to [to, to+n) through stag against the state
+// word s. It is the whole of the protection check (RFC 5040 §6.4): STag
+// valid with the right key, same protection domain, access granted, no TO
+// wrap, inside the region.
+func (r *Region) check(s uint32, stag STag, pd uint32, need Access, to uint64, n uint64) Reason {
+	if s&validBit == 0 || uint8(s) != stag.Key() {
+		return InvalidSTag
+	}
+	if r.pd != pd {
+		return NotAssociated
+	}
+	if Access(s>>16)&need != need {
+		return AccessViolated
+	}
+	end := to + n
+	if end < to {
+		return TOWrap
+	}
+	if to < r.base || end-r.base > uint64(len(r.buf)) {
+		return OutOfBounds
+	}
+	return OK
+}
+
+// Release ends a placement begun with Table.Acquire.
+func (r *Region) Release() { r.pins.Add(-1) }
+
+// drain waits until no placement is in flight. Placements are short (one
+// segment's copy or read), so it polls with a growing sleep.
+func (r *Region) drain(ctx context.Context) error {
+	wait := time.Microsecond
+	for r.pins.Load() != 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		time.Sleep(wait)
+		if wait < time.Millisecond {
+			wait *= 2
+		}
+	}
+	return nil
+}

@@ -1,0 +1,251 @@
+package mem
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"sync"
+	"sync/atomic"
+)
+
+// Errors of the local memory API.
+var (
+	ErrTableFull     = errors.New("mem: STag table full")
+	ErrEmptyBuffer   = errors.New("mem: cannot register an empty buffer")
+	ErrBadAccess     = errors.New("mem: unknown access flags")
+	ErrDeregistered  = errors.New("mem: region is deregistered")
+	ErrBaseOverflow  = errors.New("mem: base + length wraps 2^64")
+	ErrAtomicAligned = errors.New("mem: remote atomic access needs an 8-byte aligned base address and TO")
+)
+
+const shards = 256
+
+// Table is the STag table of one device: the set of registered regions, all
+// protection domains together. Indices are random over the 24-bit space and
+// keys are random per registration and re-key, so STags are hard to guess
+// (RFC 5042 §5.1); a freed index is not reused while it is among the last
+// Quarantine freed ones.
+//
+// Concurrency: lookups read the shards' copy-on-write maps with one atomic
+// load and take no lock; mu serialises registration and deregistration.
+type Table struct {
+	shards [shards]atomic.Pointer[map[uint32]*Region]
+
+	mu         sync.Mutex
+	count      int             // guarded by mu
+	quarantine []uint32        // guarded by mu: recently freed indices, a ring
+	qnext      int             // guarded by mu
+	qset       map[uint32]bool // guarded by mu
+	limit      int
+	random     func() uint32
+}
+
+// Quarantine is how many recently freed indices are kept from reuse.
+const Quarantine = 1 << 16
+
+// TableOptions configure NewTable.
+type TableOptions struct {
+	// MaxRegions bounds the number of registered regions; 0 means 1<<20.
+	MaxRegions int
+	// Random supplies randomness for indices and keys; nil means crypto/rand.
+	// Tests inject a deterministic source for byte-stable transcripts.
+	Random func() uint32
+}
+
+// NewTable returns an empty STag table.
+func NewTable(opts TableOptions) *Table {
+	t := &Table{limit: opts.MaxRegions, random: opts.Random, qset: make(map[uint32]bool)}
+	if t.limit <= 0 {
+		t.limit = 1 << 20
+	}
+	if t.random == nil {
+		t.random = cryptoRandom
+	}
+	for i := range t.shards {
+		m := map[uint32]*Region{}
+		t.shards[i].Store(&m)
+	}
+	return t
+}
+
+func cryptoRandom() uint32 {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return binary.LittleEndian.Uint32(b[:])
+}
+
+func (t *Table) shard(index uint32) *atomic.Pointer[map[uint32]*Region] {
+	return &t.shards[index%shards]
+}
+
+func (t *Table) lookup(index uint32) *Region {
+	return (*t.shard(index).Load())[index]
+}
+
+// Register registers buf under a new STag in protection domain pd with the
+// given access rights; base is the tagged offset of buf[0]. The caller keeps
+// buf and must not reuse it for anything else until Deregister returns.
+func (t *Table) Register(pd uint32, buf []byte, access Access, base uint64) (*Region, error) {
+	if len(buf) == 0 {
+		return nil, ErrEmptyBuffer
+	}
+	if access&^accessAll != 0 {
+		return nil, ErrBadAccess
+	}
+	if base+uint64(len(buf)) < base {
+		return nil, ErrBaseOverflow
+	}
+	if access&AccessRemoteAtomic != 0 && (base%8 != 0 || !aligned8(buf)) {
+		return nil, ErrAtomicAligned
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.count >= t.limit {
+		return nil, ErrTableFull
+	}
+	var index uint32
+	for tries := 0; ; tries++ {
+		index = t.random() & maxIndex
+		if index != 0 && t.lookup(index) == nil && !t.qset[index] {
+			break
+		}
+		if tries > 1<<16 {
+			return nil, ErrTableFull
+		}
+	}
+	r := &Region{table: t, index: index, pd: pd, buf: buf, base: base}
+	r.state.Store(packState(uint8(t.random()), true, access))
+	t.store(index, r)
+	t.count++
+	return r, nil
+}
+
+// store publishes m[index] = r (or deletes it when r is nil) by copying the
+// shard. Callers hold t.mu.
+func (t *Table) store(index uint32, r *Region) {
+	sp := t.shard(index)
+	old := *sp.Load()
+	m := make(map[uint32]*Region, len(old)+1)
+	for k, v := range old {
+		m[k] = v
+	}
+	if r == nil {
+		delete(m, index)
+	} else {
+		m[index] = r
+	}
+	sp.Store(&m)
+}
+
+// Deregister invalidates r's STag at once for new arrivals, waits until no
+// placement into r is in flight, and removes r from the table. When it
+// returns nil no byte can land in r's buffer any more. If ctx ends first it
+// returns ctx's error; r stays invalid and Deregister may be called again.
+func (t *Table) Deregister(ctx context.Context, r *Region) error {
+	r.invalidate()
+	if err := r.drain(ctx); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.lookup(r.index) != r {
+		return ErrDeregistered
+	}
+	t.store(r.index, nil)
+	t.count--
+	if len(t.quarantine) < Quarantine {
+		t.quarantine = append(t.quarantine, r.index)
+	} else {
+		delete(t.qset, t.quarantine[t.qnext])
+		t.quarantine[t.qnext] = r.index
+		t.qnext = (t.qnext + 1) % Quarantine
+	}
+	t.qset[r.index] = true
+	return nil
+}
+
+// Len returns the number of registered regions.
+func (t *Table) Len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.count
+}
+
+func (r *Region) invalidate() {
+	for {
+		s := r.state.Load()
+		if r.state.CompareAndSwap(s, s&^validBit) {
+			return
+		}
+	}
+}
+
+// Invalidate makes r's STag invalid for new arrivals at once (RFC 5040 §6.2,
+// local or remote invalidation) and waits, like Deregister, until no
+// placement into r is in flight. The region stays registered and can be
+// re-validated with a new key by Rekey.
+func (t *Table) Invalidate(ctx context.Context, r *Region) error {
+	r.invalidate()
+	return r.drain(ctx)
+}
+
+// Rekey gives r a new random key (and access rights) and makes it valid, as a
+// fast-register does: the old STag fails at once for new arrivals. It returns
+// the new STag.
+func (t *Table) Rekey(r *Region, access Access) (STag, error) {
+	if access&^accessAll != 0 {
+		return 0, ErrBadAccess
+	}
+	if access&AccessRemoteAtomic != 0 && (r.base%8 != 0 || !aligned8(r.buf)) {
+		return 0, ErrAtomicAligned
+	}
+	for {
+		s := r.state.Load()
+		key := uint8(t.random())
+		if key == uint8(s) {
+			key++
+		}
+		if r.state.CompareAndSwap(s, packState(key, true, access)) {
+			return MakeSTag(r.index, key), nil
+		}
+	}
+}
+
+// Lookup returns the region registered under stag's index whatever its key
+// and state, or nil. It is for invalidation requests, which name an STag and
+// need its region to report which check failed.
+func (t *Table) Lookup(stag STag) *Region { return t.lookup(stag.Index()) }
+
+// Check validates an access of n bytes at to through stag for protection
+// domain pd without pinning the region.
+func (t *Table) Check(stag STag, pd uint32, need Access, to uint64, n uint64) (*Region, Reason) {
+	r := t.lookup(stag.Index())
+	if r == nil {
+		return nil, InvalidSTag
+	}
+	if why := r.check(r.state.Load(), stag, pd, need, to, n); why != OK {
+		return nil, why
+	}
+	return r, OK
+}
+
+// Acquire validates an access like Check and, if it passes, pins the region
+// and returns the n bytes at to. The caller places into (or reads from) the
+// slice and then calls r.Release. While pinned, Deregister and Invalidate
+// wait, so no byte lands in a buffer whose deregistration has returned.
+func (t *Table) Acquire(stag STag, pd uint32, need Access, to uint64, n uint64) ([]byte, *Region, Reason) {
+	r := t.lookup(stag.Index())
+	if r == nil {
+		return nil, nil, InvalidSTag
+	}
+	r.pins.Add(1)
+	// Checked after pinning: an invalidation that cleared the valid bit
+	// before this load is seen here; one after it waits for our Release.
+	if why := r.check(r.state.Load(), stag, pd, need, to, n); why != OK {
+		r.pins.Add(-1)
+		return nil, nil, why
+	}
+	off := to - r.base
+	return r.buf[off : off+n : off+n], r, OK
+}
