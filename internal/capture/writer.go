@@ -69,7 +69,7 @@ var (
 // AppendTCPFrame appends an Ethernet II frame carrying f as IPv4 or IPv6 and
 // TCP, with correct IP and TCP checksums, to dst.
 func AppendTCPFrame(dst []byte, f *TCPFrame) []byte {
-	v6 := f.Src.Addr().Is6() && !f.Src.Addr().Is4In6()
+	v6 := f.Src.Addr().Is6()
 	srcMAC, dstMAC := macA, macB
 	if f.Src.Compare(f.Dst) > 0 {
 		srcMAC, dstMAC = macB, macA
