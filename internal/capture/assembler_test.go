@@ -71,10 +71,10 @@ func TestReassemblyRetransmitOverlapOutOfOrder(t *testing.T) {
 	a := assemble(Limits{},
 		seg{true, 100, TCPSyn, ""},
 		seg{true, 101, TCPAck, "AAAA"},
-		seg{true, 109, TCPAck, "CCCC"}, // ahead of a hole
-		seg{true, 101, TCPAck, "AAAA"}, // retransmission
+		seg{true, 109, TCPAck, "CCCC"},   // ahead of a hole
+		seg{true, 101, TCPAck, "AAAA"},   // retransmission
 		seg{true, 103, TCPAck, "AABBBB"}, // overlaps 2 delivered bytes, fills the hole
-		seg{true, 107, TCPAck, "BBCC"}, // wholly old now
+		seg{true, 107, TCPAck, "BBCC"},   // wholly old now
 		seg{true, 113, TCPAck, "DD"},
 	)
 	s := a.Conns()[0].Dir[0]
@@ -90,7 +90,7 @@ func TestReassemblyMidConnectionAndGap(t *testing.T) {
 	a := assemble(Limits{},
 		seg{false, 5000, TCPAck, "first"},
 		seg{false, 5010, TCPAck, "later"}, // 5005..5009 never captured
-		seg{true, 900, TCPAck, ""},         // bare ACK: the client stream has not started
+		seg{true, 900, TCPAck, ""},        // bare ACK: the client stream has not started
 	)
 	c := a.Conns()[0]
 	if c.SawSYN || c.A != srvV4 {

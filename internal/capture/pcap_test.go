@@ -39,8 +39,8 @@ func TestPcapngSectionsInterfacesAndBlocks(t *testing.T) {
 		}
 		var file []byte
 		file = append(file, ngSHB(order)...)
-		file = append(file, ngIDB(order, LinkEthernet, -1)...) // default microseconds
-		file = append(file, ngIDB(order, LinkRaw, 9)...)       // nanoseconds
+		file = append(file, ngIDB(order, LinkEthernet, -1)...)        // default microseconds
+		file = append(file, ngIDB(order, LinkRaw, 9)...)              // nanoseconds
 		file = append(file, ngBlock(order, 5, []byte{1, 2, 3, 4})...) // Interface Statistics: skipped
 		file = append(file, ngEPB(order, 0, 1_500_000, f1)...)
 		file = append(file, ngEPB(order, 1, 2_000_000_007, ip)...)
