@@ -1,0 +1,199 @@
+package fpdu
+
+import (
+	"encoding/binary"
+	"net"
+)
+
+// Writer frames ULPDUs into FPDUs and sends them (RFC 5044 §4). It is not
+// safe for concurrent use.
+//
+// Append queues FPDUs; Flush sends everything queued with one writev (one
+// net.Buffers write). The ULPDU_Length field, the header given to Append,
+// PAD, CRC and markers are built in a per-Writer arena; payload slices are
+// sent in place, never copied, so they must stay unchanged until the Flush
+// that sends them returns. In steady state nothing is allocated.
+type Writer struct {
+	c     *Conn
+	nc    net.Conn
+	crcOn bool
+	m     markerStream
+	crc   uint32
+
+	arena []byte      // ULPDU_Length, headers, PAD, CRC and markers of queued FPDUs
+	iov   net.Buffers // queued slices, in stream order
+	out   net.Buffers // the copy of iov that WriteTo consumes
+	err   error       // sticky write error
+
+	hold bool // Responder rule still to be checked
+}
+
+func (w *Writer) init(c *Conn) {
+	w.c = c
+	w.nc = c.nc
+	w.crcOn = c.opts.CRC
+	w.m = newMarkerStream(c.opts.SendMarkers, 0)
+	w.hold = c.opts.HoldSendUntilReceive
+	w.arena = make([]byte, 0, 256)
+	w.iov = make(net.Buffers, 0, 16)
+}
+
+// zeroPad is the source of PAD octets.
+var zeroPad [3]byte
+
+// Append queues one FPDU whose ULPDU is hdr followed by the payload
+// pieces. hdr is copied; the payload pieces are referenced and must not
+// change until the next Flush returns. The ULPDU must be MinULPDU to 65535
+// octets long. Nothing is sent until Flush.
+func (w *Writer) Append(hdr []byte, payload ...[]byte) error {
+	if w.err != nil {
+		return w.err
+	}
+	n := len(hdr)
+	for _, p := range payload {
+		n += len(p)
+	}
+	if n > MaxULPDULen {
+		return ErrSendULPDUTooLong
+	}
+	if n < MinULPDU {
+		return ErrSendULPDUTooShort
+	}
+	w.crc = 0
+	w.m.startFPDU()
+	var lb [HeaderLen]byte
+	binary.BigEndian.PutUint16(lb[:], uint16(n))
+	w.emitCopy(lb[:], true)
+	w.emitCopy(hdr, true)
+	for _, p := range payload {
+		w.emitRef(p)
+	}
+	w.emitCopy(zeroPad[:PadLen(n)], true)
+	var tb [CRCLen]byte
+	if w.crcOn {
+		binary.LittleEndian.PutUint32(tb[:], w.crc)
+	}
+	w.emitCopy(tb[:], false)
+	return nil
+}
+
+// Flush sends everything queued with one vectored write. With the
+// Responder rule it first waits for the first received FPDU header.
+func (w *Writer) Flush() error {
+	if w.err != nil {
+		return w.err
+	}
+	if len(w.iov) == 0 {
+		return nil
+	}
+	if w.hold {
+		<-w.c.hold
+		if w.c.closed.Load() {
+			w.err = net.ErrClosed
+			w.reset()
+			return w.err
+		}
+		w.hold = false
+	}
+	w.out = w.iov
+	_, err := w.out.WriteTo(w.nc)
+	w.reset()
+	if err != nil {
+		w.err = err
+	}
+	return err
+}
+
+// WriteFPDU is Append followed by Flush.
+func (w *Writer) WriteFPDU(hdr []byte, payload ...[]byte) error {
+	if err := w.Append(hdr, payload...); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+// Buffered returns the number of octets queued and not yet flushed.
+func (w *Writer) Buffered() int {
+	n := 0
+	for _, b := range w.iov {
+		n += len(b)
+	}
+	return n
+}
+
+// reset forgets the queued slices, dropping references to payloads.
+func (w *Writer) reset() {
+	clear(w.iov)
+	w.iov = w.iov[:0]
+	w.out = nil
+	w.arena = w.arena[:0]
+}
+
+// emitCopy appends b to the stream through the arena, inserting markers;
+// cover says whether b (and markers among it) count in the CRC.
+func (w *Writer) emitCopy(b []byte, cover bool) {
+	for len(b) > 0 {
+		q := b
+		if w.m.on {
+			if w.m.due() {
+				w.emitMarker(cover)
+			}
+			if r := w.m.room(); uint64(len(q)) > r {
+				q = q[:r]
+			}
+		}
+		w.pushArena(q)
+		if cover && w.crcOn {
+			w.crc = UpdateCRC32c(w.crc, q)
+		}
+		w.m.pos += uint64(len(q))
+		b = b[len(q):]
+	}
+}
+
+// emitRef appends payload b to the stream by reference, inserting markers.
+func (w *Writer) emitRef(b []byte) {
+	for len(b) > 0 {
+		q := b
+		if w.m.on {
+			if w.m.due() {
+				w.emitMarker(true)
+			}
+			if r := w.m.room(); uint64(len(q)) > r {
+				q = q[:r]
+			}
+		}
+		w.iov = append(w.iov, q)
+		if w.crcOn {
+			w.crc = UpdateCRC32c(w.crc, q)
+		}
+		w.m.pos += uint64(len(q))
+		b = b[len(q):]
+	}
+}
+
+// emitMarker appends the marker due now.
+func (w *Writer) emitMarker(cover bool) {
+	var mb [MarkerLen]byte
+	putMarker(mb[:], w.m.fpduptr())
+	w.pushArena(mb[:])
+	if cover && w.crcOn {
+		w.crc = UpdateCRC32c(w.crc, mb[:])
+	}
+	w.m.passMarker()
+}
+
+// pushArena copies b into the arena and queues it, extending the last
+// queued slice when it ends where b now starts.
+func (w *Writer) pushArena(b []byte) {
+	start := len(w.arena)
+	w.arena = append(w.arena, b...)
+	if k := len(w.iov); k > 0 && start > 0 {
+		last := w.iov[k-1]
+		if n := len(last); n > 0 && cap(last) >= n+len(b) && &last[n-1] == &w.arena[start-1] {
+			w.iov[k-1] = last[:n+len(b)]
+			return
+		}
+	}
+	w.iov = append(w.iov, w.arena[start:len(w.arena):cap(w.arena)])
+}
