@@ -6,7 +6,7 @@ import "encoding/binary"
 const (
 	// TermControlLen is the Terminate Control field: Layer, Error Type,
 	// Error Code, M, D, R and reserved bits.
-	TermControlLen = termControlSize
+	TermControlLen = 4
 	// TermSegLenLen is the DDP Segment Length field that follows it when
 	// headers are attached.
 	TermSegLenLen = 2
@@ -50,6 +50,10 @@ type Terminate struct {
 	Layout TermLayout
 	// Control is the Terminate Control field exactly as received.
 	Control [TermControlLen]byte
+	// Ambiguous says the control field reads as a valid code in both
+	// layouts, with different meanings; Layout is the likelier one (see
+	// decodeTermControl) and DecodeTermControl gives the other.
+	Ambiguous bool
 }
 
 // Errors of Terminate parsing. A malformed Terminate is itself not answered
@@ -78,8 +82,9 @@ func ParseTerminate(b []byte) (Terminate, error) {
 		return t, ErrShortTerminate
 	}
 	copy(t.Control[:], b)
-	rd, layout := decodeTermControl(b)
-	t.Code, t.M, t.D, t.R, t.Layout = rd.code, rd.m, rd.d, rd.r, layout
+	rd, layout, ambiguous := decodeTermControl(t.Control)
+	t.Code, t.M, t.D, t.R = rd.Code, rd.M, rd.D, rd.R
+	t.Layout, t.Ambiguous = layout, ambiguous
 	rest := b[TermControlLen:]
 	if len(rest) == 0 {
 		return t, nil
