@@ -26,14 +26,14 @@ func (l TermLayout) String() string {
 
 // Bits of the Terminate Control field's third and fourth bytes.
 const (
-	termRFCM        = 0x80
-	termRFCD        = 0x40
-	termRFCR        = 0x20
-	termRFCRsvd2    = 0x1F // reserved bits of byte 2 in the RFC layout
-	termSiwM        = 0x01
-	termSiwD        = 0x02
-	termSiwR        = 0x04
-	termSiwRsvd2    = 0xF8 // reserved bits of byte 2 in siw's layout
+	termRFCM     = 0x80
+	termRFCD     = 0x40
+	termRFCR     = 0x20
+	termRFCRsvd2 = 0x1F // reserved bits of byte 2 in the RFC layout
+	termSiwM     = 0x01
+	termSiwD     = 0x02
+	termSiwR     = 0x04
+	termSiwRsvd2 = 0xF8 // reserved bits of byte 2 in siw's layout
 )
 
 // TermControl is one reading of the 4-byte Terminate Control field.
