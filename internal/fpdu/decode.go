@@ -39,11 +39,11 @@ func DecodeFPDU(dst, src []byte, streamOff uint64, opts Options) (Frame, error) 
 	var f Frame
 	d.m.startFPDU()
 	if d.m.due() && !d.marker(true) {
-		return d.frame(f), ErrTruncated
+		return d.frame(f), d.truncated()
 	}
 	var lb [HeaderLen]byte
 	if !d.read(lb[:], true) {
-		return d.frame(f), ErrTruncated
+		return d.frame(f), d.truncated()
 	}
 	f.Length = int(binary.BigEndian.Uint16(lb[:]))
 	switch {
@@ -58,7 +58,7 @@ func DecodeFPDU(dst, src []byte, streamOff uint64, opts Options) (Frame, error) 
 		b := d.chunk(need, true)
 		if len(b) == 0 {
 			f.ULPDU = out
-			return d.frame(f), ErrTruncated
+			return d.frame(f), d.truncated()
 		}
 		switch {
 		case out == nil && !copying:
@@ -76,11 +76,11 @@ func DecodeFPDU(dst, src []byte, streamOff uint64, opts Options) (Frame, error) 
 	f.PadLen = PadLen(f.Length)
 	var tb [CRCLen]byte
 	if !d.read(tb[:f.PadLen], true) {
-		return d.frame(f), ErrTruncated
+		return d.frame(f), d.truncated()
 	}
 	f.ComputedCRC = d.crc
 	if !d.read(tb[:], false) {
-		return d.frame(f), ErrTruncated
+		return d.frame(f), d.truncated()
 	}
 	f.CRC = binary.LittleEndian.Uint32(tb[:])
 	if opts.CRC && f.CRC != f.ComputedCRC {
@@ -105,6 +105,13 @@ func (d *decoder) note(err error) {
 	if d.err == nil {
 		d.err = err
 	}
+}
+
+// truncated returns the error for src ending inside the FPDU: the first
+// problem found before that, else ErrTruncated.
+func (d *decoder) truncated() error {
+	d.note(ErrTruncated)
+	return d.err
 }
 
 // frame fills in the decoder's totals.
