@@ -142,9 +142,9 @@ func (w *Writer) emitCopy(b []byte, cover bool) {
 				q = q[:r]
 			}
 		}
-		w.pushArena(q)
+		a := w.pushArena(q)
 		if cover && w.crcOn {
-			w.crc = UpdateCRC32c(w.crc, q)
+			w.crc = UpdateCRC32c(w.crc, a)
 		}
 		w.m.pos += uint64(len(q))
 		b = b[len(q):]
@@ -176,24 +176,27 @@ func (w *Writer) emitRef(b []byte) {
 func (w *Writer) emitMarker(cover bool) {
 	var mb [MarkerLen]byte
 	putMarker(mb[:], w.m.fpduptr())
-	w.pushArena(mb[:])
+	a := w.pushArena(mb[:])
 	if cover && w.crcOn {
-		w.crc = UpdateCRC32c(w.crc, mb[:])
+		w.crc = UpdateCRC32c(w.crc, a)
 	}
 	w.m.passMarker()
 }
 
 // pushArena copies b into the arena and queues it, extending the last
-// queued slice when it ends where b now starts.
-func (w *Writer) pushArena(b []byte) {
+// queued slice when it ends where b now starts. It returns the copy, so
+// that the CRC is computed over the arena and b itself never escapes.
+func (w *Writer) pushArena(b []byte) []byte {
 	start := len(w.arena)
 	w.arena = append(w.arena, b...)
+	a := w.arena[start:len(w.arena):cap(w.arena)]
 	if k := len(w.iov); k > 0 && start > 0 {
 		last := w.iov[k-1]
 		if n := len(last); n > 0 && cap(last) >= n+len(b) && &last[n-1] == &w.arena[start-1] {
 			w.iov[k-1] = last[:n+len(b)]
-			return
+			return a
 		}
 	}
-	w.iov = append(w.iov, w.arena[start:len(w.arena):cap(w.arena)])
+	w.iov = append(w.iov, a)
+	return a
 }
