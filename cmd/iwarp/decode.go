@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/goiwarp/iwarp/internal/capture"
+	"github.com/goiwarp/iwarp/internal/decode"
+)
+
+func init() {
+	register(&command{
+		name:  "decode",
+		short: "print the MPA frames and FPDUs of pcap/pcapng captures and vector files",
+		run:   runDecode,
+	})
+}
+
+// portList is a repeatable or comma-separated -port flag.
+type portList []uint16
+
+func (p *portList) String() string {
+	s := make([]string, len(*p))
+	for i, v := range *p {
+		s[i] = strconv.Itoa(int(v))
+	}
+	return strings.Join(s, ",")
+}
+
+func (p *portList) Set(v string) error {
+	for f := range strings.SplitSeq(v, ",") {
+		n, err := strconv.ParseUint(strings.TrimSpace(f), 10, 16)
+		if err != nil {
+			return fmt.Errorf("bad port %q", f)
+		}
+		*p = append(*p, uint16(n))
+	}
+	return nil
+}
+
+// runDecode implements "iwarp decode [flags] FILE...".
+func runDecode(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("decode", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	payload := fs.Int("payload", 16, "payload and private data bytes shown in hex (0: none)")
+	verbose := fs.Bool("v", false, "also list TCP connections that are not iWARP, and capture notes")
+	var ports portList
+	fs.Var(&ports, "port", "decode connections on this TCP `port` as MPA even without a captured startup (repeatable, comma-separated)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: iwarp decode [flags] FILE...")
+		fmt.Fprintln(stderr, "FILE is a pcap or pcapng capture, a shared/vectors TSV file, or a req:/rep: hex or relay log text.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return 2
+	}
+	status := 0
+	for i, name := range fs.Args() {
+		if fs.NArg() > 1 {
+			if i > 0 {
+				fmt.Fprintln(stdout)
+			}
+			fmt.Fprintf(stdout, "== %s\n", name)
+		}
+		if err := decodeFile(name, stdout, decode.Options{Ports: ports},
+			decode.RenderOptions{Payload: *payload, Verbose: *verbose}); err != nil {
+			fmt.Fprintf(stderr, "iwarp decode: %s: %v\n", name, err)
+			status = 1
+		}
+	}
+	return status
+}
+
+// decodeFile decodes one file and prints it. Protocol errors are printed as
+// part of the output; only an unreadable file is an error.
+func decodeFile(name string, w io.Writer, opts decode.Options, ro decode.RenderOptions) error {
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return err
+	}
+	var a *capture.Assembler
+	var readErr error
+	if capture.IsCapture(data) {
+		r, err := capture.NewReader(bytes.NewReader(data))
+		if err != nil {
+			return err
+		}
+		a, readErr = capture.ReadAll(r, capture.Limits{})
+	} else {
+		a, err = decode.ReadText(bytes.NewReader(data))
+		if errors.Is(err, decode.ErrNoStreams) {
+			fmt.Fprintf(w, "no byte streams in %s: %v\n", name, err)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	conns := make([]*decode.Conn, 0, len(a.Conns()))
+	for _, c := range a.Conns() {
+		conns = append(conns, decode.DecodeConn(c, opts))
+	}
+	decode.Render(w, conns, ro)
+	if ro.Verbose {
+		for _, n := range a.Notes {
+			fmt.Fprintf(w, "note: frame %d: %s\n", n.Frame, n.Text)
+		}
+	}
+	if a.DroppedConns > 0 {
+		fmt.Fprintf(w, "note: %d connections beyond the limit were not followed\n", a.DroppedConns)
+	}
+	if readErr != nil {
+		fmt.Fprintf(w, "note: capture file damaged, decoded up to the damage: %v\n", readErr)
+	}
+	return nil
+}

@@ -1,0 +1,242 @@
+package decode
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+
+	"github.com/goiwarp/iwarp/internal/capture"
+	"github.com/goiwarp/iwarp/internal/mpa"
+	"github.com/goiwarp/iwarp/internal/wire"
+)
+
+// Options control what DecodeConn treats as iWARP.
+type Options struct {
+	// Ports lists TCP ports whose connections are decoded as MPA even
+	// when the capture holds no MPA startup (mid-connection captures with
+	// CRC off can only be found this way).
+	Ports []uint16
+}
+
+// DirStats counts what one direction of a connection carried.
+type DirStats struct {
+	MPAFrames  int
+	FPDUs      int
+	CRCGood    int
+	CRCBad     int
+	Errors     int // FPDUs with a framing, parse or receiver-check error
+	Markers    int // markers stripped
+	BadMarkers int
+	Gaps       int    // holes in the capture
+	GapBytes   uint64 // bytes in them
+	Skipped    uint64 // bytes skipped by resynchronisation
+	Payload    uint64 // ULPDU payload bytes
+}
+
+// Conn is the decoded form of one TCP connection.
+type Conn struct {
+	C   *capture.Conn
+	MPA bool // decoded as iWARP
+	// Initiator is the index into C.Dir of the MPA Initiator's stream
+	// (the one that sent the Request), or -1 when unknown.
+	Initiator int
+	Request   *mpa.Frame // nil if not captured
+	Reply     *mpa.Frame
+	// Startup is true when both MPA frames were decoded: CRC, Markers and
+	// Ext are then the negotiated values.
+	Startup bool
+	CRC     CRCMode
+	// CRCDir is how each direction's trailers were judged in the end
+	// (differs from CRC when it had to be guessed).
+	CRCDir   [2]CRCMode
+	Markers  [2]bool // markers in the stream of each direction
+	Ext      mpa.Ext // extension set in use (extensions.md §3)
+	Rejected bool    // the Reply had R set
+	Items    []Item
+	Stats    [2]DirStats
+	// Notes are connection-level remarks (how the settings were found).
+	Notes []string
+}
+
+// Label returns the direction label of stream d: "I>R" or "R>I" when the
+// Initiator is known, else "A>B" or "B>A".
+func (c *Conn) Label(d int) string {
+	switch {
+	case c.Initiator < 0 && d == 0:
+		return "A>B"
+	case c.Initiator < 0:
+		return "B>A"
+	case d == c.Initiator:
+		return "I>R"
+	}
+	return "R>I"
+}
+
+// startFrame decodes the MPA frame at offset 0 of s, if the stream starts
+// with an MPA key (or a prefix of one). size is the frame's length; for a
+// frame cut by the end of the captured bytes, err is mpa.ErrShortFrame.
+func startFrame(s *capture.Stream) (st start) {
+	if len(s.Chunks) == 0 || s.Chunks[0].Off != 0 {
+		return st
+	}
+	data := s.Runs()[0].Data
+	k := data[:min(len(data), len(mpa.RequestKey))]
+	switch {
+	case bytes.HasPrefix([]byte(mpa.RequestKey), k):
+	case bytes.HasPrefix([]byte(mpa.ReplyKey), k):
+		st.reply = true
+	default:
+		return st
+	}
+	st.ok = true
+	st.f, st.size, st.err = mpa.ParseFrame(data, 0)
+	if st.err != nil {
+		st.size = min(len(data), mpa.HeaderLen)
+		if errors.Is(st.err, mpa.ErrShortFrame) {
+			st.size = len(data)
+		}
+	}
+	return st
+}
+
+// start is what startFrame found.
+type start struct {
+	ok    bool // the stream starts with an MPA key
+	reply bool // the Reply key
+	f     mpa.Frame
+	size  int
+	err   error
+}
+
+// DecodeConn decodes one reassembled connection.
+func DecodeConn(c *capture.Conn, opts Options) *Conn {
+	dc := &Conn{C: c, Initiator: -1}
+	var st [2]start
+	for d, s := range c.Dir {
+		st[d] = startFrame(s)
+		if !st[d].ok {
+			continue
+		}
+		dc.MPA = true
+		f := st[d].f
+		it := Item{Kind: KindMPA, Conn: c.ID, Dir: d, Size: uint64(st[d].size), MPA: f, MPAErr: st[d].err}
+		it.Frame = frameAt(s, uint64(max(st[d].size, 1)-1))
+		if st[d].err == nil {
+			fc := f
+			if f.Reply {
+				dc.Reply = &fc
+			} else {
+				dc.Request = &fc
+			}
+		}
+		dc.Items = append(dc.Items, it)
+		dc.Stats[d].MPAFrames++
+	}
+	// The Initiator sent the Request; else it is the peer of the Reply's
+	// sender; else the side that sent the SYN.
+	for d := range 2 {
+		if st[d].ok && !st[d].reply {
+			dc.Initiator = d
+			break
+		}
+		if st[d].ok && st[d].reply {
+			dc.Initiator = 1 - d
+		}
+	}
+	if dc.Initiator < 0 && c.SawSYN && dc.MPA {
+		dc.Initiator = 0
+	}
+	dc.settings()
+	if !dc.MPA {
+		for _, p := range opts.Ports {
+			if c.A.Port() == p || c.B.Port() == p {
+				dc.MPA = true
+				dc.Notes = append(dc.Notes, "no MPA startup captured: decoded as MPA by port, FPDU boundaries found by resynchronisation")
+			}
+		}
+	}
+	strict := !dc.MPA
+	for d, s := range c.Dir {
+		w := walker{conn: dc, d: d, s: s, strict: strict, crc: dc.CRC, markers: dc.Markers[d]}
+		switch {
+		case st[d].ok && st[d].err == nil:
+			w.base, w.baseKnown = uint64(st[d].size), true
+			w.pos = w.base
+		case st[d].ok:
+			w.pos = uint64(st[d].size)
+		}
+		w.walk()
+		dc.CRCDir[d] = w.crc
+	}
+	if strict {
+		dc.MPA = dc.Stats[0].FPDUs+dc.Stats[1].FPDUs > 0
+		if dc.MPA {
+			dc.Notes = append(dc.Notes, "no MPA startup captured: found FPDUs with a valid CRC32c")
+		}
+	}
+	slices.SortStableFunc(dc.Items, func(a, b Item) int {
+		if a.Frame != b.Frame {
+			return a.Frame - b.Frame
+		}
+		return a.Dir - b.Dir
+	})
+	return dc
+}
+
+// settings derives CRC, markers and the extension set from the captured
+// startup frames (RFC 5044 §7.1, extensions.md §3).
+func (dc *Conn) settings() {
+	req, rep := dc.Request, dc.Reply
+	switch {
+	case req != nil && rep != nil:
+		dc.Startup = true
+		dc.CRC = CRCOff
+		if req.Flags&mpa.FlagCRC != 0 || rep.Flags&mpa.FlagCRC != 0 {
+			dc.CRC = CRCOn
+		}
+		// M asks the peer to put markers into what it sends.
+		i := dc.Initiator
+		dc.Markers[i] = rep.Flags&mpa.FlagMarkers != 0
+		dc.Markers[1-i] = req.Flags&mpa.FlagMarkers != 0
+		dc.Rejected = rep.Flags&mpa.FlagReject != 0
+		offered, answered := req.Flags.Ext().Normalize(), rep.Flags.Ext().Normalize()
+		if answered&^offered != 0 {
+			dc.Notes = append(dc.Notes, "Reply claims extension bits the Request did not offer ("+
+				answered.String()+" vs "+offered.String()+"): protocol error, extensions taken as none")
+		} else {
+			dc.Ext = answered
+		}
+	case req != nil:
+		dc.CRC = CRCUnknown
+		if req.Flags&mpa.FlagCRC != 0 {
+			dc.CRC = CRCOn
+		}
+		dc.Markers[1-dc.Initiator] = req.Flags&mpa.FlagMarkers != 0
+		dc.Notes = append(dc.Notes, "no MPA Reply captured: settings taken from the Request alone")
+	case rep != nil:
+		dc.CRC = CRCUnknown
+		if rep.Flags&mpa.FlagCRC != 0 {
+			dc.CRC = CRCOn
+		}
+		if dc.Initiator >= 0 {
+			dc.Markers[dc.Initiator] = rep.Flags&mpa.FlagMarkers != 0
+		}
+		dc.Notes = append(dc.Notes, "no MPA Request captured: settings taken from the Reply alone")
+	}
+}
+
+// rdmapVersion is the RDMAP version receivers check against.
+func (dc *Conn) rdmapVersion() uint8 {
+	if dc.Ext&mpa.ExtV2 != 0 {
+		return wire.RDMAPVersion2
+	}
+	return wire.RDMAPVersion1
+}
+
+// frameAt returns the frame that carried stream offset off of s, or 0.
+func frameAt(s *capture.Stream, off uint64) int {
+	if c, ok := s.ChunkAt(off); ok {
+		return c.Frame
+	}
+	return 0
+}
