@@ -38,3 +38,6 @@ func (a Access) String() string {
 	}
 	return strings.Join(parts, "|")
 }
+
+// LocalWrite reports whether a grants local write access.
+func (a Access) LocalWrite() bool { return a&AccessLocalWrite != 0 }

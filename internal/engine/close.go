@@ -1,0 +1,101 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrDisconnected: the connection was closed in order (Disconnect on this
+// side, or the peer's orderly close after its own drain).
+var ErrDisconnected = errors.New("engine: disconnected")
+
+// Disconnect closes the QP in order: no new work is accepted, the work
+// already posted is transmitted and completes (Reads included), then the
+// connection is half-closed and, once the peer has closed its side too, torn
+// down; receives still posted complete as flushed. If ctx ends first the QP
+// is closed abruptly (Close) and ctx's error returned.
+func (qp *QP) Disconnect(ctx context.Context) error {
+	qp.mu.Lock()
+	switch qp.state {
+	case StateIdle:
+		qp.mu.Unlock()
+		return qp.Close()
+	case StateRTS:
+		qp.state = StateClosing
+	case StateClosing:
+	default:
+		qp.mu.Unlock()
+		<-qp.done
+		return nil
+	}
+	qp.mu.Unlock()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		qp.mu.Lock()
+		drained := qp.sqDone == qp.sqTail
+		state := qp.state
+		qp.mu.Unlock()
+		if drained || state != StateClosing {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			_ = qp.Close()
+			return ctx.Err()
+		case <-qp.done:
+			return nil
+		case <-tick.C:
+		}
+	}
+	// Everything was handed to TCP: wait for the transmit role (a last
+	// flush may be under way) and half-close.
+	qp.takeTxRole()
+	if cw, ok := qp.conn.NetConn().(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	} else {
+		_ = qp.conn.Close()
+	}
+	select {
+	case <-qp.done:
+		return nil
+	case <-ctx.Done():
+		_ = qp.conn.Close()
+		<-qp.done
+		return ctx.Err()
+	}
+}
+
+// Close tears the QP down at once: the connection is closed without a
+// Terminate (the peer sees the connection end) and every outstanding work
+// request completes as flushed. It waits until that is done, then gives
+// the QP's reservations back to its CQs.
+func (qp *QP) Close() error {
+	qp.mu.Lock()
+	started := qp.conn != nil
+	if qp.err == nil {
+		qp.err = ErrLocallyClosed
+		if qp.state != StateClosing {
+			qp.state = StateError
+		}
+	}
+	qp.mu.Unlock()
+	if started {
+		_ = qp.conn.Close()
+		<-qp.done
+	} else {
+		select {
+		case <-qp.done:
+		default:
+			qp.takeTxRole()
+			qp.flushAll()
+			close(qp.done)
+		}
+	}
+	qp.releaseOnce.Do(func() {
+		qp.cfg.SendCQ.unreserve(len(qp.sq))
+		qp.cfg.RecvCQ.unreserve(len(qp.rq))
+	})
+	return nil
+}

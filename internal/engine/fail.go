@@ -1,0 +1,172 @@
+package engine
+
+import (
+	"errors"
+	"time"
+
+	"github.com/goiwarp/iwarp/internal/wire"
+)
+
+// The error path (shared/spec rdmap.md §3): the first error wins; a
+// violation found locally is reported to the peer with a Terminate at the
+// next FPDU boundary of the transmit stream, followed by a half-close; the
+// receive side reads and discards input for a bounded time so that closing
+// does not reset the connection before the Terminate arrives; then the
+// connection is closed and every outstanding work request completes with a
+// flush status.
+
+// fail records the first error and moves the QP out of RTS. With sendTerm
+// the error is a *TerminateError to send to the peer.
+func (qp *QP) fail(err error, sendTerm bool) {
+	qp.mu.Lock()
+	if qp.err != nil {
+		qp.mu.Unlock()
+		return
+	}
+	qp.err = err
+	var te *TerminateError
+	if errors.As(err, &te) {
+		qp.state = StateTerminate
+		if sendTerm {
+			qp.termDue = te
+		}
+	} else if qp.state != StateClosing {
+		qp.state = StateError
+	}
+	qp.mu.Unlock()
+	if sendTerm {
+		qp.kickAsync()
+	}
+}
+
+// sendTerminateIfDue is called by the transmit role between FPDUs. It sends
+// a due Terminate, and reports true when transmission must stop.
+func (qp *QP) sendTerminateIfDue() bool {
+	qp.mu.Lock()
+	te, state := qp.termDue, qp.state
+	qp.termDue = nil
+	qp.mu.Unlock()
+	if te == nil {
+		if state == StateRTS || state == StateClosing {
+			return false
+		}
+		qp.tx.stop = true
+		return true
+	}
+	t := &qp.tx
+	t.stop = true
+	h := wire.DDPHeader{
+		Version: wire.DDPVersion, Last: true,
+		Control: wire.MakeRDMAPControl(wire.RDMAPVersion1, wire.OpTerminate),
+		QN:      wire.QNTerminate, MSN: t.msn[wire.QNTerminate],
+	}
+	t.msn[wire.QNTerminate]++
+	wt := te.wireTerminate()
+	b := wire.AppendDDPHeader(make([]byte, 0, 96), &h)
+	b = wire.AppendTerminate(b, &wt)
+	w := qp.conn.Writer()
+	_ = qp.conn.NetConn().SetWriteDeadline(time.Now().Add(qp.cfg.DrainTimeout))
+	if err := w.Append(b); err == nil {
+		_ = w.Flush()
+	}
+	if cw, ok := qp.conn.NetConn().(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	close(qp.termSent)
+	return true
+}
+
+// teardown runs once, on the receive goroutine, when the stream has ended:
+// it lets a due Terminate go out, drains input for a bounded time, closes
+// the connection, waits for the transmit role, and flushes every queue.
+func (qp *QP) teardown() {
+	qp.mu.Lock()
+	sending := qp.termDue != nil
+	qp.mu.Unlock()
+	nc := qp.conn.NetConn()
+	if sending {
+		deadline := time.Now().Add(qp.cfg.DrainTimeout)
+		_ = nc.SetReadDeadline(deadline)
+		var scratch [4096]byte
+		for {
+			if _, err := nc.Read(scratch[:]); err != nil {
+				break
+			}
+		}
+		select {
+		case <-qp.termSent:
+		case <-time.After(time.Until(deadline)):
+		}
+	}
+	_ = qp.conn.Close()
+	qp.takeTxRole()
+	qp.flushAll()
+	close(qp.done)
+}
+
+// takeTxRole waits until no goroutine transmits and keeps the role, so
+// nothing touches a work request's buffers once it is flushed.
+func (qp *QP) takeTxRole() {
+	t := &qp.tx
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.final {
+		return
+	}
+	for t.busy {
+		t.cond.Wait()
+	}
+	t.busy, t.stop, t.final = true, true, true
+}
+
+// flushAll completes every outstanding work request: the oldest incomplete
+// send WR with the status a received Terminate gives it, the others (and all
+// receives) as flushed. Completions stay in posting order.
+func (qp *QP) flushAll() {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	first := true
+	for seq := qp.sqDone; seq < qp.sqTail; seq++ {
+		e := &qp.sq[seq%uint64(len(qp.sq))]
+		if e.complete {
+			continue
+		}
+		e.complete = true
+		e.status, e.err = StatusFlushed, qp.err
+		if first {
+			first = false
+			var te *TerminateError
+			if errors.As(qp.err, &te) && !te.Sent {
+				e.status = remoteStatus(te.Code)
+			}
+		}
+	}
+	qp.sqNext = qp.sqTail
+	qp.advanceCompletionsLocked()
+	for qp.rqHead < qp.rqTail {
+		e := &qp.rq[qp.rqHead%uint64(len(qp.rq))]
+		c := CQE{ID: e.wr.ID, QP: qp, Op: OpRecv, Status: StatusFlushed, Err: qp.err, recv: true}
+		qp.rqHead++
+		qp.cfg.RecvCQ.push(&c)
+	}
+	for qp.irq.len() > 0 {
+		qp.irq.at(0).release()
+		qp.irq.pop()
+	}
+	qp.irqSent = 0
+	for qp.orq.len() > 0 {
+		qp.orq.pop()
+	}
+	qp.state = StateError
+}
+
+// remoteStatus maps the code of a Terminate the peer sent to the status of
+// the work request it most likely concerns.
+func remoteStatus(c wire.TermCode) Status {
+	switch {
+	case c.Layer == wire.LayerRDMAP && c.Type == wire.TypeRemoteProtection,
+		c.Layer == wire.LayerDDP && c.Type == wire.TypeTaggedBuffer:
+		return StatusRemoteAccess
+	}
+	return StatusRemoteOperation
+}

@@ -1,0 +1,143 @@
+package engine
+
+import "fmt"
+
+// PostSend queues send work requests in order. It stops at the first one
+// that cannot be posted and returns how many were posted and why the next
+// failed. Posting never blocks on the network: the transmit path takes the
+// work from here (see tx.go).
+func (qp *QP) PostSend(wrs []SendWR) (int, error) {
+	qp.mu.Lock()
+	n, err := qp.postSendLocked(wrs)
+	qp.mu.Unlock()
+	if n > 0 {
+		qp.kick()
+	}
+	return n, err
+}
+
+func (qp *QP) postSendLocked(wrs []SendWR) (int, error) {
+	if qp.state != StateRTS {
+		if qp.state == StateIdle {
+			return 0, ErrNotConnected
+		}
+		return 0, fmt.Errorf("%w (%v): %w", ErrQPState, qp.state, qp.err)
+	}
+	for i := range wrs {
+		if err := qp.postOneSend(&wrs[i]); err != nil {
+			return i, fmt.Errorf("send WR %d (id %d): %w", i, wrs[i].ID, err)
+		}
+	}
+	return len(wrs), nil
+}
+
+func (qp *QP) postOneSend(wr *SendWR) error {
+	depth := uint64(len(qp.sq))
+	if qp.sqTail-qp.sqFree >= depth {
+		return ErrSQFull
+	}
+	switch wr.Op {
+	case OpSend, OpSendInv, OpSendSE, OpSendSEInv, OpWrite, OpRead:
+	default:
+		return ErrBadOp
+	}
+	if len(wr.SGL) > qp.cfg.MaxSGE {
+		return ErrTooManySGE
+	}
+	var total uint64
+	for i := range wr.SGL {
+		s := &wr.SGL[i]
+		if s.Region == nil || s.bytes() == nil {
+			return ErrBadSGE
+		}
+		total += uint64(s.Len)
+	}
+	if total > MaxMessageSize {
+		return ErrMessageSize
+	}
+	if wr.Op == OpRead {
+		if qp.p.ORD == 0 {
+			return ErrNoORD
+		}
+		if len(wr.SGL) > 1 {
+			return ErrReadSinkSGE
+		}
+		if len(wr.SGL) == 1 && !wr.SGL[0].Region.Access().LocalWrite() {
+			return ErrAccess
+		}
+	}
+	slot := qp.sqTail % depth
+	e := &qp.sq[slot]
+	sgl := qp.sqSGE[int(slot)*qp.cfg.MaxSGE : int(slot)*qp.cfg.MaxSGE : int(slot+1)*qp.cfg.MaxSGE]
+	*e = sqEntry{wr: *wr, seq: qp.sqTail}
+	if wr.Flags&Inline != 0 && wr.Op != OpRead {
+		if total > uint64(qp.cfg.MaxInline) {
+			return ErrInlineTooLong
+		}
+		buf := qp.sqInline[int(slot)*qp.cfg.MaxInline : int(slot)*qp.cfg.MaxInline+int(total)]
+		off := 0
+		for i := range wr.SGL {
+			off += copy(buf[off:], wr.SGL[i].bytes())
+		}
+		e.wr.SGL = nil
+		e.inline = buf
+	} else {
+		e.wr.SGL = append(sgl, wr.SGL...)
+	}
+	e.size = total
+	qp.sqTail++
+	return nil
+}
+
+// PostRecv posts receive work requests in order, like PostSend. Receives
+// may be posted before the QP is connected.
+func (qp *QP) PostRecv(wrs []RecvWR) (int, error) {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	if qp.state != StateIdle && qp.state != StateRTS {
+		return 0, fmt.Errorf("%w (%v): %w", ErrQPState, qp.state, qp.err)
+	}
+	depth := uint64(len(qp.rq))
+	for i := range wrs {
+		wr := &wrs[i]
+		if qp.rqTail-qp.rqFree >= depth {
+			return i, fmt.Errorf("recv WR %d (id %d): %w", i, wr.ID, ErrRQFull)
+		}
+		if len(wr.SGL) > qp.cfg.MaxSGE {
+			return i, fmt.Errorf("recv WR %d (id %d): %w", i, wr.ID, ErrTooManySGE)
+		}
+		for j := range wr.SGL {
+			s := &wr.SGL[j]
+			if s.Region == nil || s.bytes() == nil {
+				return i, fmt.Errorf("recv WR %d (id %d): %w", i, wr.ID, ErrBadSGE)
+			}
+			if !s.Region.Access().LocalWrite() {
+				return i, fmt.Errorf("recv WR %d (id %d): %w", i, wr.ID, ErrAccess)
+			}
+		}
+		slot := qp.rqTail % depth
+		sgl := qp.rqSGE[int(slot)*qp.cfg.MaxSGE : int(slot)*qp.cfg.MaxSGE : int(slot+1)*qp.cfg.MaxSGE]
+		qp.rq[slot] = rqEntry{wr: RecvWR{ID: wr.ID, SGL: append(sgl, wr.SGL...)}}
+		qp.rqTail++
+	}
+	return len(wrs), nil
+}
+
+// sqRelease frees the send-queue slots up to and including seq: its
+// completion was polled, and every earlier WR has completed.
+func (qp *QP) sqRelease(seq uint64) {
+	qp.mu.Lock()
+	if seq+1 > qp.sqFree && seq < qp.sqDone {
+		qp.sqFree = seq + 1
+	}
+	qp.mu.Unlock()
+}
+
+// rqRelease frees the oldest receive-queue slot whose completion was polled.
+func (qp *QP) rqRelease() {
+	qp.mu.Lock()
+	if qp.rqFree < qp.rqHead {
+		qp.rqFree++
+	}
+	qp.mu.Unlock()
+}

@@ -1,0 +1,237 @@
+package engine
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/goiwarp/iwarp/internal/fpdu"
+	"github.com/goiwarp/iwarp/internal/mem"
+)
+
+// State is a QP's state (shared/spec rdmap.md §3, as in siw and verbs).
+type State uint8
+
+// QP states.
+const (
+	StateIdle      State = iota // created, not connected
+	StateRTS                    // connected: ready to send
+	StateClosing                // orderly shutdown: no new work, outstanding work drains
+	StateTerminate              // a Terminate was sent or received
+	StateError                  // torn down, every WR flushed
+)
+
+var stateNames = [...]string{"IDLE", "RTS", "CLOSING", "TERMINATE", "ERROR"}
+
+// String returns the state's name.
+func (s State) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return "STATE?"
+}
+
+// Errors of the local QP API (never sent as Terminates).
+var (
+	ErrSQFull        = errors.New("engine: send queue full")
+	ErrRQFull        = errors.New("engine: receive queue full")
+	ErrTooManySGE    = errors.New("engine: too many scatter/gather elements")
+	ErrBadSGE        = errors.New("engine: scatter/gather element outside its region")
+	ErrBadOp         = errors.New("engine: unknown work request operation")
+	ErrNotConnected  = errors.New("engine: queue pair is not connected")
+	ErrQPState       = errors.New("engine: queue pair is not in a state that accepts work")
+	ErrMessageSize   = errors.New("engine: message larger than the maximum message size")
+	ErrInlineTooLong = errors.New("engine: inline data longer than the QP's inline limit")
+	ErrReadSinkSGE   = errors.New("engine: an RDMA Read sink must be a single SGE")
+	ErrAccess        = errors.New("engine: a local buffer lacks the access the operation needs")
+	ErrNoORD         = errors.New("engine: RDMA Read with an ORD of 0: the peer accepts no Read Requests")
+)
+
+// MaxMessageSize is the largest message (Send, Write or Read) one work
+// request may carry: 2^31 bytes, well inside RDMAP's 32-bit sizes.
+const MaxMessageSize = 1 << 31
+
+// Config is the shape of a QP.
+type Config struct {
+	Table  *mem.Table
+	PD     uint32
+	SendCQ *CQ
+	RecvCQ *CQ
+
+	SQDepth   int // send work requests outstanding at once
+	RQDepth   int // receive work requests posted at once
+	MaxSGE    int // SGEs per work request
+	MaxInline int // bytes of inline data per work request
+
+	// OpTimeout bounds how long the QP waits for the peer to make progress
+	// (read what we send, send what it owes) before it fails; 0 means none.
+	OpTimeout time.Duration
+	// DrainTimeout bounds how long input is read and discarded after a
+	// Terminate is sent, before the connection is closed.
+	DrainTimeout time.Duration
+}
+
+// Params are what connection setup negotiated, handed to Start.
+type Params struct {
+	IRD, ORD int // inbound / outbound Read (and atomic) limits
+	MULPDU   int // largest ULPDU we send
+	// FirstMSN are the first MSNs to use on QN 0 and QN 1 in each direction
+	// (2 where a Send or Read RTR used MSN 1; else 1).
+	FirstSendMSN, FirstReadMSN         uint32
+	FirstPeerSendMSN, FirstPeerReadMSN uint32
+}
+
+// QP is one queue pair: an RDMAP stream over one MPA connection.
+//
+// Concurrency: mu guards the queues (sq*, rq*, orq*, irq*), state and err.
+// The receive goroutine owns the rx* fields; the goroutine holding the
+// transmit role (see tx.go) owns the tx* fields and the fpdu Writer.
+type QP struct {
+	cfg Config
+	// User is the owner's handle for this QP, reported with completions.
+	User any
+
+	mu    sync.Mutex
+	state State
+	err   error // the first error: why the QP left RTS
+	conn  *fpdu.Conn
+	p     Params
+
+	// Send queue: a ring of cfg.SQDepth entries addressed by sequence
+	// numbers. sqFree <= sqDone <= sqNext <= sqTail:
+	// [sqFree, sqDone) completed but slots not yet freed (completion not
+	// polled), [sqDone, sqNext) handed to the transmit path (Reads waiting
+	// for their response), [sqNext, sqTail) not yet transmitted.
+	sq                           []sqEntry
+	sqSGE                        []SGE // cfg.MaxSGE per entry
+	sqInline                     []byte
+	sqFree, sqDone, sqNext, sqTail uint64
+
+	// Receive queue: the same scheme; rqHead is the oldest posted receive,
+	// rqFree the oldest slot not yet freed.
+	rq                   []rqEntry
+	rqSGE                []SGE
+	rqFree, rqHead, rqTail uint64
+
+	// orq are this side's outstanding Reads, in order (at most ORD): their
+	// send-queue sequence numbers.
+	orq ring[uint64]
+	// irq are the peer's Reads to answer, in order (at most IRD); the first
+	// irqSent of them are being or have been transmitted.
+	irq     ring[irqEntry]
+	irqSent int
+
+	tx txState
+	rx rxState
+
+	termDue  *TerminateError // guarded by mu: a Terminate for the transmit role to send
+	termSent chan struct{}   // closed once it was sent
+
+	releaseOnce sync.Once
+
+	done chan struct{} // closed when the QP is fully torn down
+}
+
+type sqEntry struct {
+	wr       SendWR // SGL points into sqSGE
+	seq      uint64
+	complete bool
+	status   Status
+	err      error
+	inline   []byte // Inline: the payload, copied at post time
+	size     uint64 // payload bytes (Read: bytes to read)
+	read     uint64 // Read: response bytes placed
+}
+
+type rqEntry struct {
+	wr RecvWR // SGL points into rqSGE
+}
+
+// New creates a QP in state IDLE. Its queues reserve their depth in the CQs.
+func New(cfg Config) (*QP, error) {
+	if cfg.SQDepth < 1 || cfg.RQDepth < 1 || cfg.MaxSGE < 1 || cfg.Table == nil || cfg.SendCQ == nil || cfg.RecvCQ == nil {
+		return nil, errors.New("engine: incomplete QP configuration")
+	}
+	if cfg.DrainTimeout == 0 {
+		cfg.DrainTimeout = 2 * time.Second
+	}
+	if err := cfg.SendCQ.reserve(cfg.SQDepth); err != nil {
+		return nil, err
+	}
+	if err := cfg.RecvCQ.reserve(cfg.RQDepth); err != nil {
+		cfg.SendCQ.unreserve(cfg.SQDepth)
+		return nil, err
+	}
+	qp := &QP{
+		cfg:      cfg,
+		sq:       make([]sqEntry, cfg.SQDepth),
+		sqSGE:    make([]SGE, cfg.SQDepth*cfg.MaxSGE),
+		sqInline: make([]byte, cfg.SQDepth*cfg.MaxInline),
+		rq:       make([]rqEntry, cfg.RQDepth),
+		rqSGE:    make([]SGE, cfg.RQDepth*cfg.MaxSGE),
+		done:     make(chan struct{}),
+		termSent: make(chan struct{}),
+	}
+	qp.tx.init()
+	return qp, nil
+}
+
+// State returns the QP's state.
+func (qp *QP) State() State {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	return qp.state
+}
+
+// Err returns the error that took the QP out of RTS, or nil.
+func (qp *QP) Err() error {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	return qp.err
+}
+
+// Params returns the parameters the QP was started with.
+func (qp *QP) Params() Params {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	return qp.p
+}
+
+// Done is closed when the QP has been torn down and every WR flushed.
+func (qp *QP) Done() <-chan struct{} { return qp.done }
+
+// Start moves the QP to RTS over an established MPA connection and starts
+// its goroutines.
+func (qp *QP) Start(c *fpdu.Conn, p Params) error {
+	qp.mu.Lock()
+	if qp.state != StateIdle || qp.conn != nil {
+		qp.mu.Unlock()
+		return ErrQPState
+	}
+	if p.FirstSendMSN == 0 {
+		p.FirstSendMSN = 1
+	}
+	if p.FirstReadMSN == 0 {
+		p.FirstReadMSN = 1
+	}
+	if p.FirstPeerSendMSN == 0 {
+		p.FirstPeerSendMSN = 1
+	}
+	if p.FirstPeerReadMSN == 0 {
+		p.FirstPeerReadMSN = 1
+	}
+	if p.MULPDU < 64 {
+		p.MULPDU = fpdu.MULPDU(fpdu.EMSS(c.NetConn()), c.Options().SendMarkers)
+	}
+	qp.conn, qp.p, qp.state = c, p, StateRTS
+	qp.tx.msn = [4]uint32{p.FirstSendMSN, p.FirstReadMSN, 1, 1}
+	qp.rx.msn = [4]uint32{p.FirstPeerSendMSN, p.FirstPeerReadMSN, 1, 1}
+	qp.orq = newRing[uint64](p.ORD)
+	qp.irq = newRing[irqEntry](p.IRD)
+	qp.mu.Unlock()
+	go qp.rxLoop()
+	go qp.txLoop()
+	// Work posted before the connection was up goes out now.
+	qp.kick()
+	return nil
+}

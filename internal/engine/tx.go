@@ -1,0 +1,360 @@
+package engine
+
+import (
+	"sync"
+	"time"
+
+	"github.com/goiwarp/iwarp/internal/wire"
+)
+
+// Transmit path.
+//
+// One goroutine at a time holds the transmit role and is the only user of
+// the fpdu Writer and of the tx fields below mu. A poster takes the role
+// when it is free and sends up to inlineBudget bytes itself, so a small
+// operation is written by the posting goroutine with no hand-off; what is
+// left (a large message, or work queued by the receive goroutine, which must
+// never block on the socket) is passed to the QP's transmit goroutine.
+type txState struct {
+	mu      sync.Mutex
+	busy    bool // some goroutine holds the transmit role
+	pending bool // work was queued while the role was held
+	cond    *sync.Cond // signalled when busy goes false
+	wake    chan struct{}
+
+	// Owned by the holder of the transmit role.
+	msn    [4]uint32 // next MSN to send per QN
+	cur    txMsg
+	hdr    [wire.UntaggedHdrLen + 64]byte
+	pieces [][]byte
+	batch  int // payload bytes appended since the last flush
+	stop   bool
+	final  bool // guarded by mu: the role was taken for good (teardown)
+}
+
+const (
+	inlineBudget = 64 << 10  // bytes a poster sends itself before handing off
+	batchBytes   = 256 << 10 // payload bytes per writev batch
+)
+
+func (t *txState) init() {
+	t.wake = make(chan struct{}, 1)
+	t.cond = sync.NewCond(&t.mu)
+	t.pieces = make([][]byte, 0, 16)
+}
+
+// txKind says what a txMsg is.
+type txKind uint8
+
+const (
+	txNone txKind = iota
+	txSQ          // a send-queue WR
+	txResponse    // a Read Response to the peer's Read Request
+)
+
+// txMsg is the message being transmitted, segment by segment.
+type txMsg struct {
+	kind  txKind
+	e     *sqEntry  // txSQ
+	r     *irqEntry // txResponse
+	off   uint64    // payload bytes already segmented
+	size  uint64
+	msn   uint32
+	sge   int    // cursor into the SGL: index
+	sgOff uint64 // and offset within that SGE
+}
+
+// kick makes sure someone transmits the queued work. Called by posters: if
+// the role is free, the caller takes it and sends a bounded amount itself.
+func (qp *QP) kick() {
+	t := &qp.tx
+	t.mu.Lock()
+	if t.busy {
+		t.pending = true
+		t.mu.Unlock()
+		return
+	}
+	t.busy = true
+	t.mu.Unlock()
+	if qp.pump(inlineBudget) {
+		qp.handOff()
+		return
+	}
+	qp.releaseTx()
+}
+
+// kickAsync asks the transmit goroutine to send queued work; the receive
+// goroutine uses it so it never blocks on the socket.
+func (qp *QP) kickAsync() {
+	t := &qp.tx
+	t.mu.Lock()
+	if t.busy {
+		t.pending = true
+		t.mu.Unlock()
+		return
+	}
+	t.busy = true
+	t.mu.Unlock()
+	qp.handOff()
+}
+
+// handOff passes the held transmit role to the transmit goroutine.
+func (qp *QP) handOff() {
+	select {
+	case qp.tx.wake <- struct{}{}:
+	default:
+	}
+}
+
+// releaseTx gives up the transmit role, unless work arrived meanwhile, in
+// which case the role goes to the transmit goroutine.
+func (qp *QP) releaseTx() {
+	t := &qp.tx
+	t.mu.Lock()
+	if t.pending {
+		t.pending = false
+		t.mu.Unlock()
+		qp.handOff()
+		return
+	}
+	t.busy = false
+	t.cond.Broadcast()
+	t.mu.Unlock()
+}
+
+// txLoop is the transmit goroutine: it runs whenever it is handed the role.
+func (qp *QP) txLoop() {
+	for {
+		select {
+		case <-qp.tx.wake:
+		case <-qp.done:
+			return
+		}
+		for qp.pump(-1) {
+		}
+		if qp.tx.stop {
+			qp.releaseTx()
+			return
+		}
+		qp.releaseTx()
+	}
+}
+
+// pump transmits queued work until there is none, or budget payload bytes
+// were sent (budget < 0: no limit). It reports whether work is left.
+func (qp *QP) pump(budget int) bool {
+	t := &qp.tx
+	if t.stop {
+		return false
+	}
+	w := qp.conn.Writer()
+	sent := 0
+	for {
+		if qp.sendTerminateIfDue() {
+			return false
+		}
+		if t.cur.kind == txNone && !qp.nextMsg() {
+			break
+		}
+		n, last, err := qp.appendSegment()
+		if err != nil {
+			qp.txFailed(err)
+			return false
+		}
+		t.batch += n
+		sent += n
+		if last {
+			msg := t.cur
+			t.cur = txMsg{}
+			if err := qp.flush(); err != nil {
+				qp.txFailed(err)
+				return false
+			}
+			qp.msgSent(&msg)
+		} else if t.batch >= batchBytes || w.Buffered() > batchBytes {
+			if err := qp.flush(); err != nil {
+				qp.txFailed(err)
+				return false
+			}
+		}
+		if budget >= 0 && sent >= budget {
+			return t.cur.kind != txNone || qp.hasWork()
+		}
+	}
+	if err := qp.flush(); err != nil {
+		qp.txFailed(err)
+	}
+	return false
+}
+
+func (qp *QP) flush() error {
+	qp.tx.batch = 0
+	if qp.cfg.OpTimeout > 0 {
+		_ = qp.conn.NetConn().SetWriteDeadline(time.Now().Add(qp.cfg.OpTimeout))
+	}
+	return qp.conn.Writer().Flush()
+}
+
+// hasWork reports whether a message is waiting to be started.
+func (qp *QP) hasWork() bool {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	return qp.state == StateRTS && (qp.irq.len() > qp.irqSent || qp.sqNext < qp.sqTail)
+}
+
+// nextMsg picks the next message to transmit: Read Responses first (they
+// unblock the peer), then the send queue in order, honouring ORD and fences.
+func (qp *QP) nextMsg() bool {
+	t := &qp.tx
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	if qp.state != StateRTS && qp.state != StateClosing {
+		return false
+	}
+	if qp.irqSent < qp.irq.len() {
+		r := qp.irq.at(qp.irqSent)
+		qp.irqSent++
+		t.cur = txMsg{kind: txResponse, r: r, size: uint64(r.size)}
+		return true
+	}
+	if qp.sqNext == qp.sqTail {
+		return false
+	}
+	e := &qp.sq[qp.sqNext%uint64(len(qp.sq))]
+	if e.wr.Flags&Fence != 0 && qp.orq.len() > 0 {
+		return false // waits for the earlier Reads to complete
+	}
+	if e.wr.Op == OpRead {
+		if qp.orq.full() {
+			return false // ORD credits exhausted: queued locally
+		}
+		qp.orq.push(e.seq)
+	}
+	qp.sqNext++
+	t.cur = txMsg{kind: txSQ, e: e, size: e.size}
+	switch e.wr.Op {
+	case OpSend, OpSendInv, OpSendSE, OpSendSEInv:
+		t.cur.msn = t.msn[wire.QNSend]
+		t.msn[wire.QNSend]++
+	case OpRead:
+		t.cur.msn = t.msn[wire.QNReadReq]
+		t.msn[wire.QNReadReq]++
+	}
+	return true
+}
+
+var sendOpcodes = [...]wire.Opcode{
+	OpSend: wire.OpSend, OpSendInv: wire.OpSendInv, OpSendSE: wire.OpSendSE, OpSendSEInv: wire.OpSendSEInv,
+}
+
+// appendSegment appends the current message's next segment to the Writer.
+// It returns the payload bytes in it and whether it was the last.
+func (qp *QP) appendSegment() (int, bool, error) {
+	t := &qp.tx
+	m := &t.cur
+	w := qp.conn.Writer()
+	var h wire.DDPHeader
+	h.Version = wire.DDPVersion
+	hdr := t.hdr[:0]
+	var rdmapHdr []byte
+	switch {
+	case m.kind == txResponse:
+		h.Tagged = true
+		h.Control = wire.MakeRDMAPControl(wire.RDMAPVersion1, wire.OpReadResponse)
+		h.STag = m.r.sinkSTag
+		h.TO = m.r.sinkTO + m.off
+	case m.e.wr.Op == OpWrite:
+		h.Tagged = true
+		h.Control = wire.MakeRDMAPControl(wire.RDMAPVersion1, wire.OpWrite)
+		h.STag = m.e.wr.RemoteSTag
+		h.TO = m.e.wr.RemoteTO + m.off
+	case m.e.wr.Op == OpRead:
+		h.Control = wire.MakeRDMAPControl(wire.RDMAPVersion1, wire.OpReadRequest)
+		h.QN, h.MSN, h.Last = wire.QNReadReq, m.msn, true
+		rr := wire.ReadRequest{SrcSTag: m.e.wr.RemoteSTag, SrcTO: m.e.wr.RemoteTO, Size: uint32(m.e.size)}
+		if len(m.e.wr.SGL) == 1 {
+			s := &m.e.wr.SGL[0]
+			rr.SinkSTag = uint32(s.Region.STag())
+			rr.SinkTO = s.Region.Base() + s.Off
+		}
+		hdr = wire.AppendDDPHeader(hdr, &h)
+		hdr = wire.AppendReadRequest(hdr, &rr)
+		return 0, true, w.Append(hdr)
+	default: // the Sends
+		h.Control = wire.MakeRDMAPControl(wire.RDMAPVersion1, sendOpcodes[m.e.wr.Op])
+		h.QN, h.MSN, h.MO = wire.QNSend, m.msn, uint32(m.off)
+		if m.e.wr.Op == OpSendInv || m.e.wr.Op == OpSendSEInv {
+			h.InvSTag = m.e.wr.InvSTag
+		}
+	}
+	room := uint64(qp.p.MULPDU - h.Len() - len(rdmapHdr))
+	n := min(m.size-m.off, room)
+	h.Last = m.off+n == m.size
+	hdr = wire.AppendDDPHeader(hdr, &h)
+	pieces := qp.payload(m, n)
+	if err := w.Append(hdr, pieces...); err != nil {
+		return 0, false, err
+	}
+	m.off += n
+	return int(n), h.Last, nil
+}
+
+// payload returns the next n payload bytes of m as slices of its buffers,
+// advancing the SGL cursor. No byte is copied.
+func (qp *QP) payload(m *txMsg, n uint64) [][]byte {
+	t := &qp.tx
+	p := t.pieces[:0]
+	if n == 0 {
+		return p
+	}
+	if m.kind == txResponse {
+		p = append(p, m.r.src[m.off:m.off+n])
+		t.pieces = p
+		return p
+	}
+	if m.e.inline != nil {
+		p = append(p, m.e.inline[m.off:m.off+n])
+		t.pieces = p
+		return p
+	}
+	for n > 0 {
+		s := &m.e.wr.SGL[m.sge]
+		b := s.bytes()
+		k := min(uint64(len(b))-m.sgOff, n)
+		if k > 0 {
+			p = append(p, b[m.sgOff:m.sgOff+k])
+		}
+		n -= k
+		m.sgOff += k
+		if m.sgOff == uint64(len(b)) {
+			m.sge++
+			m.sgOff = 0
+		}
+	}
+	t.pieces = p
+	return p
+}
+
+// msgSent records that a message's last segment was handed to TCP.
+func (qp *QP) msgSent(m *txMsg) {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	switch m.kind {
+	case txResponse:
+		m.r.release()
+		qp.irq.pop()
+		qp.irqSent--
+	case txSQ:
+		if m.e.wr.Op != OpRead {
+			m.e.complete = true
+			qp.advanceCompletionsLocked()
+		}
+	}
+}
+
+// txFailed handles a transmit error: the connection is unusable, so it is
+// closed, which also ends the receive goroutine's wait.
+func (qp *QP) txFailed(err error) {
+	qp.fail(&ConnectionError{Err: err}, false)
+	_ = qp.conn.Close()
+}

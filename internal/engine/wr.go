@@ -1,0 +1,141 @@
+package engine
+
+import "github.com/goiwarp/iwarp/internal/mem"
+
+// Op is the operation of a send work request, and of its completion.
+type Op uint8
+
+// Work request operations (RFC 5040 §5).
+const (
+	OpSend      Op = iota + 1 // Send (RFC 5040 §5.3)
+	OpSendInv                 // Send with Invalidate
+	OpSendSE                  // Send with Solicited Event
+	OpSendSEInv               // Send with Solicited Event and Invalidate
+	OpWrite                   // RDMA Write (RFC 5040 §5.1)
+	OpRead                    // RDMA Read (RFC 5040 §5.2)
+	OpRecv                    // the completion of a receive work request
+)
+
+var opNames = [...]string{
+	OpSend: "Send", OpSendInv: "SendInv", OpSendSE: "SendSE", OpSendSEInv: "SendSEInv",
+	OpWrite: "Write", OpRead: "Read", OpRecv: "Recv",
+}
+
+// String names the operation.
+func (o Op) String() string {
+	if int(o) < len(opNames) && opNames[o] != "" {
+		return opNames[o]
+	}
+	return "op?"
+}
+
+// Flags modify a send work request.
+type Flags uint8
+
+// Work request flags.
+const (
+	// Signaled asks for a completion on success (errors always complete).
+	Signaled Flags = 1 << iota
+	// Fence makes the WR wait until every earlier Read has completed
+	// (RFC 5040 §5.5).
+	Fence
+	// Inline copies the payload at post time: the buffers are free for
+	// reuse as soon as PostSend returns.
+	Inline
+)
+
+// SGE is one element of a scatter/gather list: Len bytes at byte offset Off
+// of a registered region's buffer.
+type SGE struct {
+	Region *mem.Region
+	Off    uint64
+	Len    uint32
+}
+
+// bytes returns the SGE's bytes, or nil if the region no longer covers them.
+func (s *SGE) bytes() []byte {
+	b := s.Region.Bytes()
+	if s.Off > uint64(len(b)) || uint64(len(b))-s.Off < uint64(s.Len) {
+		return nil
+	}
+	return b[s.Off : s.Off+uint64(s.Len)]
+}
+
+// SendWR is a send-queue work request. The SGL slice is copied at post time;
+// the buffers it names belong to the engine until the WR completes (or, with
+// Inline, until PostSend returns).
+type SendWR struct {
+	ID    uint64
+	Op    Op
+	Flags Flags
+	SGL   []SGE
+
+	// RemoteSTag and RemoteTO name the peer's buffer for Write and Read.
+	RemoteSTag uint32
+	RemoteTO   uint64
+	// InvSTag is the peer STag a Send with Invalidate invalidates.
+	InvSTag uint32
+}
+
+// RecvWR is a receive-queue work request: the buffers the next Send lands in.
+type RecvWR struct {
+	ID  uint64
+	SGL []SGE
+}
+
+// Status is the outcome of a work request.
+type Status uint8
+
+// Completion statuses.
+const (
+	StatusSuccess        Status = iota // completed as asked
+	StatusFlushed                      // not completed: the QP left RTS first
+	StatusLocalLength                  // a received message did not fit the posted buffers
+	StatusLocalProtection              // an SGE no longer covered by its region
+	StatusRemoteAccess                 // the peer refused the access (its Terminate)
+	StatusRemoteOperation              // the peer failed the operation (its Terminate)
+	StatusFatal                        // the connection failed: see the completion's error
+)
+
+var statusNames = [...]string{
+	StatusSuccess: "success", StatusFlushed: "flushed", StatusLocalLength: "local length error",
+	StatusLocalProtection: "local protection error", StatusRemoteAccess: "remote access error",
+	StatusRemoteOperation: "remote operation error", StatusFatal: "fatal error",
+}
+
+// String names the status.
+func (s Status) String() string {
+	if int(s) < len(statusNames) {
+		return statusNames[s]
+	}
+	return "status?"
+}
+
+// CQEFlags describe a completion.
+type CQEFlags uint8
+
+// Completion flags.
+const (
+	// Solicited: the completion is of a message that asked for a solicited
+	// event (Send with SE).
+	Solicited CQEFlags = 1 << iota
+	// Invalidated: a Send with Invalidate invalidated CQE.InvSTag.
+	Invalidated
+)
+
+// CQE is one completion queue entry.
+type CQE struct {
+	ID      uint64
+	QP      *QP
+	Status  Status
+	Op      Op
+	Flags   CQEFlags
+	Len     uint32 // bytes received (receives) or transferred
+	InvSTag uint32
+	Err     error // why, for a status other than success; nil otherwise
+
+	// sqSeq is the send-queue sequence number of the WR (sends), used to
+	// free send-queue slots when the completion is polled.
+	sqSeq uint64
+	recv  bool
+}
