@@ -102,15 +102,15 @@ type QP struct {
 	// [sqFree, sqDone) completed but slots not yet freed (completion not
 	// polled), [sqDone, sqNext) handed to the transmit path (Reads waiting
 	// for their response), [sqNext, sqTail) not yet transmitted.
-	sq                           []sqEntry
-	sqSGE                        []SGE // cfg.MaxSGE per entry
-	sqInline                     []byte
+	sq                             []sqEntry
+	sqSGE                          []SGE // cfg.MaxSGE per entry
+	sqInline                       []byte
 	sqFree, sqDone, sqNext, sqTail uint64
 
 	// Receive queue: the same scheme; rqHead is the oldest posted receive,
 	// rqFree the oldest slot not yet freed.
-	rq                   []rqEntry
-	rqSGE                []SGE
+	rq                     []rqEntry
+	rqSGE                  []SGE
 	rqFree, rqHead, rqTail uint64
 
 	// orq are this side's outstanding Reads, in order (at most ORD): their

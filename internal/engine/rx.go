@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/binary"
 	"errors"
 	"io"
 
@@ -28,7 +27,7 @@ type rxState struct {
 	sendEntry  *rqEntry
 
 	// after is what to do once the FPDU's CRC has been verified.
-	after afterAction
+	after  afterAction
 	irqNew irqEntry
 }
 
@@ -393,6 +392,3 @@ func (qp *QP) rxFailed(err error) {
 	}
 	qp.teardown()
 }
-
-// be32 is a helper for tests and diagnostics.
-func be32(b []byte) uint32 { return binary.BigEndian.Uint32(b) }

@@ -17,8 +17,8 @@ import (
 // never block on the socket) is passed to the QP's transmit goroutine.
 type txState struct {
 	mu      sync.Mutex
-	busy    bool // some goroutine holds the transmit role
-	pending bool // work was queued while the role was held
+	busy    bool       // some goroutine holds the transmit role
+	pending bool       // work was queued while the role was held
 	cond    *sync.Cond // signalled when busy goes false
 	wake    chan struct{}
 
@@ -47,9 +47,9 @@ func (t *txState) init() {
 type txKind uint8
 
 const (
-	txNone txKind = iota
-	txSQ          // a send-queue WR
-	txResponse    // a Read Response to the peer's Read Request
+	txNone     txKind = iota
+	txSQ              // a send-queue WR
+	txResponse        // a Read Response to the peer's Read Request
 )
 
 // txMsg is the message being transmitted, segment by segment.

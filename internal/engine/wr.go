@@ -88,13 +88,13 @@ type Status uint8
 
 // Completion statuses.
 const (
-	StatusSuccess        Status = iota // completed as asked
-	StatusFlushed                      // not completed: the QP left RTS first
-	StatusLocalLength                  // a received message did not fit the posted buffers
-	StatusLocalProtection              // an SGE no longer covered by its region
-	StatusRemoteAccess                 // the peer refused the access (its Terminate)
-	StatusRemoteOperation              // the peer failed the operation (its Terminate)
-	StatusFatal                        // the connection failed: see the completion's error
+	StatusSuccess         Status = iota // completed as asked
+	StatusFlushed                       // not completed: the QP left RTS first
+	StatusLocalLength                   // a received message did not fit the posted buffers
+	StatusLocalProtection               // an SGE no longer covered by its region
+	StatusRemoteAccess                  // the peer refused the access (its Terminate)
+	StatusRemoteOperation               // the peer failed the operation (its Terminate)
+	StatusFatal                         // the connection failed: see the completion's error
 )
 
 var statusNames = [...]string{
