@@ -52,8 +52,11 @@ type Conn struct {
 	Markers  [2]bool // markers in the stream of each direction
 	Ext      mpa.Ext // extension set in use (extensions.md §3)
 	Rejected bool    // the Reply had R set
-	Items    []Item
-	Stats    [2]DirStats
+	// RTR is the ready-to-receive type the Reply chose in peer-to-peer
+	// mode (RFC 6581 §5), zero otherwise.
+	RTR   mpa.RTR
+	Items []Item
+	Stats [2]DirStats
 	// Notes are connection-level remarks (how the settings were found).
 	Notes []string
 }
@@ -199,6 +202,9 @@ func (dc *Conn) settings() {
 		dc.Markers[i] = rep.Flags&mpa.FlagMarkers != 0
 		dc.Markers[1-i] = req.Flags&mpa.FlagMarkers != 0
 		dc.Rejected = rep.Flags&mpa.FlagReject != 0
+		if blk, ok := rep.IRDORD(); ok && blk.P2P {
+			dc.RTR = blk.RTR
+		}
 		offered, answered := req.Flags.Ext().Normalize(), rep.Flags.Ext().Normalize()
 		if answered&^offered != 0 {
 			dc.Notes = append(dc.Notes, "Reply claims extension bits the Request did not offer ("+

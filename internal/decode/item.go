@@ -56,14 +56,16 @@ type Item struct {
 	MPAErr error
 
 	// KindFPDU.
-	FPDU      fpdu.Frame
-	FPDUErr   error // framing problem (CRC, marker, ULPDU_Length, truncation)
-	CRCMode   CRCMode
-	Markers   bool // markers were stripped in this direction
-	ULPDU     wire.ULPDU
-	ULPDUErr  error // ParseULPDU's verdict
-	CheckErr  error // ValidateDDPHeader's verdict under the negotiated RDMAP version
-	NotAgreed string
+	FPDU     fpdu.Frame
+	FPDUErr  error // framing problem (CRC, marker, ULPDU_Length, truncation)
+	CRCMode  CRCMode
+	Markers  bool // markers were stripped in this direction
+	ULPDU    wire.ULPDU
+	ULPDUErr error // ParseULPDU's verdict
+	CheckErr error // ValidateDDPHeader's verdict under the negotiated RDMAP version
+	// Note is an annotation: an RTR, an extension used without
+	// negotiation.
+	Note string
 
 	// KindNote, KindGap, KindResync.
 	Text string

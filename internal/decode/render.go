@@ -225,9 +225,9 @@ func fpduLine(b *strings.Builder, c *Conn, it *Item, ro RenderOptions) {
 		b.WriteString(" ERROR: ")
 		b.WriteString(strings.Join(errs, "; "))
 	}
-	if it.NotAgreed != "" {
+	if it.Note != "" {
 		b.WriteString(" NOTE: ")
-		b.WriteString(it.NotAgreed)
+		b.WriteString(it.Note)
 	}
 }
 

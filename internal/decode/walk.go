@@ -147,9 +147,12 @@ func (w *walker) item(off uint64, f fpdu.Frame, err error) Item {
 		rv = it.ULPDU.DDP.Control.Version() // nothing negotiated to check against
 	}
 	_, it.CheckErr = wire.ValidateDDPHeader(&it.ULPDU.DDP, rv)
+	if w.d == w.conn.Initiator && w.conn.RTR != 0 && w.stats().FPDUs == 0 {
+		it.Note = "P2P ready-to-receive (" + w.conn.RTR.String() + " RTR)"
+	}
 	if w.conn.Startup && w.conn.Ext == 0 && it.ULPDU.DDP.Control.Version() == wire.RDMAPVersion1 &&
 		it.ULPDU.Opcode >= wire.OpImmediate && it.ULPDU.Opcode <= wire.OpAtomicResponse {
-		it.NotAgreed = "RFC 7306 not negotiated (received liberally)"
+		it.Note = "RFC 7306 not negotiated (received liberally)"
 	}
 	return it
 }
