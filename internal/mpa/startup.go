@@ -48,6 +48,9 @@ type startup struct {
 	maxULPDU int
 	stopCtx  func() bool
 	fired    chan struct{}
+	// ctxBound: the deadline is ctx's, so its expiry is ctx's expiry even
+	// before ctx itself notices.
+	ctxBound bool
 }
 
 // past is a deadline that has expired: setting it aborts blocked I/O.
@@ -58,8 +61,8 @@ var past = time.Unix(1, 0)
 func begin(ctx context.Context, nc net.Conn, timeout time.Duration) *startup {
 	s := &startup{ctx: ctx, nc: nc, fired: make(chan struct{})}
 	d := time.Now().Add(timeout)
-	if cd, ok := ctx.Deadline(); ok && cd.Before(d) {
-		d = cd
+	if cd, ok := ctx.Deadline(); ok && !cd.After(d) {
+		d, s.ctxBound = cd, true
 	}
 	_ = nc.SetDeadline(d)
 	s.stopCtx = context.AfterFunc(ctx, func() {
@@ -95,6 +98,9 @@ func (s *startup) ioErr(stage string, err error) error {
 		return fmt.Errorf("mpa: startup %s: %w", stage, ce)
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
+		if s.ctxBound {
+			return &TimeoutError{Stage: stage, Err: context.DeadlineExceeded}
+		}
 		return &TimeoutError{Stage: stage, Err: os.ErrDeadlineExceeded}
 	}
 	if errors.Is(err, io.EOF) {

@@ -16,8 +16,12 @@ import (
 // found the Reply unusable.
 type PeerTerminateError struct {
 	// Code is the Terminate's Layer, Error Type and Error Code, decoded
-	// in either the RFC or the Linux siw layout.
+	// in either the RFC or the Linux siw layout (see wire.ParseTerminate).
 	Code wire.TermCode
+	// Control is the Terminate Control field as received, and Ambiguous
+	// says it reads as a valid code in both layouts.
+	Control   [wire.TermControlLen]byte
+	Ambiguous bool
 }
 
 // Error returns "mpa: peer sent Terminate LAYER/TYPE/0xCODE (meaning)".

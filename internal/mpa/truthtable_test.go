@@ -75,7 +75,7 @@ func TestTruthTablesInDoc(t *testing.T) {
 	for _, s := range []struct {
 		name string
 		body string
-	}{{"responder-table", responderTable(t)}, {"initiator-table", initiatorTable(t)}} {
+	}{{"responder-table", responderTable(t)}, {"initiator-table", initiatorTable(t)}, {"siw-replies", siwTable(t)}} {
 		newDoc, old, ok := replaceSection(doc, s.name, s.body)
 		if !ok {
 			t.Fatalf("%s: no %s section", docPath, s.name)
