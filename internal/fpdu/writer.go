@@ -10,9 +10,11 @@ import (
 //
 // Append queues FPDUs; Flush sends everything queued with one writev (one
 // net.Buffers write). The ULPDU_Length field, the header given to Append,
-// PAD, CRC and markers are built in a per-Writer arena; payload slices are
-// sent in place, never copied, so they must stay unchanged until the Flush
-// that sends them returns. In steady state nothing is allocated.
+// PAD, CRC and markers are built in a per-Writer arena; payload pieces
+// longer than 128 octets are sent in place, never copied, so they must
+// stay unchanged until the Flush that sends them returns (shorter ones are
+// copied into the arena: cheaper than an iovec each). In steady state
+// nothing is allocated.
 type Writer struct {
 	c     *Conn
 	nc    net.Conn
@@ -38,12 +40,17 @@ func (w *Writer) init(c *Conn) {
 	w.iov = make(net.Buffers, 0, 16)
 }
 
+// copyMax is the largest payload piece Append copies into the arena
+// instead of queuing it by reference: for tiny pieces a copy is cheaper
+// than an iovec entry of its own in the kernel's writev.
+const copyMax = 128
+
 // zeroPad is the source of PAD octets.
 var zeroPad [3]byte
 
 // Append queues one FPDU whose ULPDU is hdr followed by the payload
-// pieces. hdr is copied; the payload pieces are referenced and must not
-// change until the next Flush returns. The ULPDU must be MinULPDU to 65535
+// pieces. hdr is copied; the payload pieces may be referenced and must
+// not change until the next Flush returns. The ULPDU must be MinULPDU to 65535
 // octets long. Nothing is sent until Flush.
 func (w *Writer) Append(hdr []byte, payload ...[]byte) error {
 	if w.err != nil {
@@ -66,7 +73,11 @@ func (w *Writer) Append(hdr []byte, payload ...[]byte) error {
 	w.emitCopy(lb[:], true)
 	w.emitCopy(hdr, true)
 	for _, p := range payload {
-		w.emitRef(p)
+		if len(p) <= copyMax {
+			w.emitCopy(p, true)
+		} else {
+			w.emitRef(p)
+		}
 	}
 	w.emitCopy(zeroPad[:PadLen(n)], true)
 	var tb [CRCLen]byte
