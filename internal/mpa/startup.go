@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"syscall"
 	"time"
 )
 
@@ -30,6 +31,12 @@ func (e *TimeoutError) Unwrap() error { return e.Err }
 
 // Timeout reports true, as net.Error does.
 func (e *TimeoutError) Timeout() bool { return true }
+
+// ErrClosedBeforeFrame reports that the peer closed (or reset) the
+// connection before sending a single byte of the expected Request or Reply:
+// what irdma and cxgb4 do with a Request whose Rev they do not support
+// (shared/spec/mpa.md §1). ConnectRev1Fallback retries on it.
+var ErrClosedBeforeFrame = errors.New("peer closed the connection without sending an MPA frame")
 
 // Stages of the startup, for errors.
 const (
@@ -114,6 +121,9 @@ func (s *startup) ioErr(stage string, err error) error {
 func (s *startup) readFrame(stage string, maxPD int) (Frame, error) {
 	var hdr [HeaderLen]byte
 	if _, err := io.ReadFull(s.nc, hdr[:]); err != nil {
+		if s.ctx.Err() == nil && (err == io.EOF || errors.Is(err, syscall.ECONNRESET)) {
+			return Frame{}, fmt.Errorf("mpa: startup %s: %w (%w)", stage, ErrClosedBeforeFrame, io.ErrUnexpectedEOF)
+		}
 		return Frame{}, s.ioErr(stage, err)
 	}
 	pdLen, err := parseHeader(hdr[:], maxPD)

@@ -216,31 +216,38 @@ func TestStartupRequireP2PFallback(t *testing.T) {
 	ini.c.Close()
 	resp.c.Close()
 
+	// RequireP2P: the Initiator sends Terminate 0x07 as its first FPDU.
+	// The Responder was not in P2P mode: its Conn is open and receives it.
 	icfg := DefaultConfig()
 	icfg.RequireP2P = true
-	ini, resp = startPair(t, icfg, rcfg)
-	if !errors.Is(ini.err, ErrNoRTRModel) {
-		t.Errorf("Connect = %v, want ErrNoRTRModel", ini.err)
+	cc, sc := tcpPair(t)
+	ctx := testCtx(t)
+	got := make(chan []byte, 1)
+	go func() {
+		defer close(got)
+		req, err := ReadRequest(ctx, sc, nil)
+		if err != nil {
+			return
+		}
+		c, err := req.Accept(ctx, rcfg)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		r := c.FPDU().Reader()
+		n, err := r.Next()
+		if err != nil {
+			return
+		}
+		buf := make([]byte, n)
+		if r.Read(buf) == nil && r.End() == nil {
+			got <- buf
+		}
+	}()
+	if _, err := Connect(ctx, cc, icfg); !errors.Is(err, ErrNoRTRModel) {
+		t.Errorf("Connect = %v, want ErrNoRTRModel", err)
 	}
-	// The Responder was not in P2P mode: its Conn is open and the
-	// Initiator's Terminate is its first FPDU.
-	if resp.err != nil {
-		t.Fatalf("Accept: %v", resp.err)
-	}
-	defer resp.c.Close()
-	r := resp.c.FPDU().Reader()
-	n, err := r.Next()
-	if err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, n)
-	if err := r.Read(buf); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.End(); err != nil {
-		t.Fatal(err)
-	}
-	if want := hexBytes(t, "4147 00000000 00000002 00000001 00000000 20070000"); string(buf) != string(want) {
-		t.Errorf("Terminate ULPDU %x, want %x", buf, want)
+	if want := hexBytes(t, "4147 00000000 00000002 00000001 00000000 20070000"); string(<-got) != string(want) {
+		t.Errorf("the Responder did not receive Terminate %x", want)
 	}
 }
