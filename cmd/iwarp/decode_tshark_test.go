@@ -1,0 +1,390 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/goiwarp/iwarp/internal/capture"
+	"github.com/goiwarp/iwarp/internal/decode"
+)
+
+// The tshark comparison: every FPDU our decoder finds must show the same
+// opcode, STag, TO, QN, MSN, MO and CRC trailer in tshark 4.0 (Debian 12),
+// and tshark's CRC verdict must equal ours. tshark masks the V2 5-bit
+// opcodes to their low 4 bits, so ours are compared masked too.
+
+// tsharkArgs are the options that make tshark find MPA on any port and
+// keep Send payloads away from the SMB Direct and RPC-over-RDMA
+// dissectors (shared/vectors/README.md).
+var tsharkArgs = []string{"-o", "tcp.try_heuristic_first:TRUE",
+	"--disable-heuristic", "rpcrdma_iwarp", "--disable-heuristic", "smb_direct_iwarp"}
+
+// tsharkFields are compared per frame, field by field, as ordered lists
+// (tshark joins the values of one field with ';' and leaves absent ones
+// out, so lists of different fields do not line up with each other).
+var tsharkFields = []string{"iwarp_rdma.opcode", "iwarp_ddp.stag", "iwarp_ddp.tagged_offset",
+	"iwarp_ddp.qn", "iwarp_ddp.msn", "iwarp_ddp.mo", "iwarp_mpa.crc_check", "iwarp_mpa.crc"}
+
+// frameFields maps a frame number to field name to the list of values.
+type frameFields map[int]map[string][]string
+
+func (ff frameFields) add(frame int, field, value string) {
+	if ff[frame] == nil {
+		ff[frame] = map[string][]string{}
+	}
+	ff[frame][field] = append(ff[frame][field], value)
+}
+
+func needTshark(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("tshark")
+	if err != nil {
+		t.Skip("tshark not installed: the Wireshark comparison needs tshark 4.0 or later in PATH (apt-get install tshark)")
+	}
+	return p
+}
+
+// tsharkRead runs tshark -T fields on a capture.
+func tsharkRead(t *testing.T, tshark, file string) frameFields {
+	t.Helper()
+	args := append([]string{"-r", file}, tsharkArgs...)
+	args = append(args, "-Y", "iwarp_mpa.fpdu", "-T", "fields", "-E", "separator=/t", "-E", "aggregator=;", "-e", "frame.number")
+	for _, f := range tsharkFields {
+		args = append(args, "-e", f)
+	}
+	out, err := exec.Command(tshark, args...).Output()
+	if err != nil {
+		t.Fatalf("tshark %v: %v", args, err)
+	}
+	ff := frameFields{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		cols := strings.Split(sc.Text(), "\t")
+		if len(cols) != len(tsharkFields)+1 {
+			t.Fatalf("tshark line %q: %d columns", sc.Text(), len(cols))
+		}
+		var frame int
+		fmt.Sscan(cols[0], &frame)
+		for i, f := range tsharkFields {
+			if cols[i+1] == "" {
+				continue
+			}
+			for v := range strings.SplitSeq(cols[i+1], ";") {
+				ff.add(frame, f, v)
+			}
+		}
+	}
+	return ff
+}
+
+var crcVerdict = regexp.MustCompile(`name="iwarp_mpa.crc_check" showname="[^"]*\((Good|Bad) CRC32`)
+
+// tsharkCRCVerdicts returns, per frame, tshark's CRC verdicts in order.
+// -T fields has no field for the verdict (tshark 4.0 registers no status
+// field for the MPA CRC), so it is read from the PDML shownames.
+func tsharkCRCVerdicts(t *testing.T, tshark, file string) map[int][]string {
+	t.Helper()
+	args := append([]string{"-r", file}, tsharkArgs...)
+	args = append(args, "-Y", "iwarp_mpa.crc_check", "-T", "pdml")
+	out, err := exec.Command(tshark, args...).Output()
+	if err != nil {
+		t.Fatalf("tshark %v: %v", args, err)
+	}
+	v := map[int][]string{}
+	for _, pkt := range strings.Split(string(out), "<packet>")[1:] {
+		var frame int
+		if m := regexp.MustCompile(`name="frame.number" [^>]*show="(\d+)"`).FindStringSubmatch(pkt); m != nil {
+			fmt.Sscan(m[1], &frame)
+		}
+		for _, m := range crcVerdict.FindAllStringSubmatch(pkt, -1) {
+			v[frame] = append(v[frame], strings.ToLower(m[1]))
+		}
+	}
+	return v
+}
+
+// ourFields decodes a capture and returns the same fields as tshark would,
+// with our CRC verdicts.
+func ourFields(t *testing.T, file string) (frameFields, map[int][]string) {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := capture.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := capture.ReadAll(r, capture.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ff := frameFields{}
+	verdicts := map[int][]string{}
+	for _, c := range a.Conns() {
+		dc := decode.DecodeConn(c, decode.Options{})
+		for _, it := range dc.Items {
+			if it.Kind != decode.KindFPDU || it.ULPDUErr != nil || len(it.FPDU.ULPDU) < it.FPDU.Length {
+				continue
+			}
+			h := &it.ULPDU.DDP
+			ff.add(it.Frame, "iwarp_rdma.opcode", fmt.Sprintf("0x%02x", uint8(it.ULPDU.Opcode)&0x0F))
+			if h.Tagged {
+				ff.add(it.Frame, "iwarp_ddp.stag", fmt.Sprintf("0x%08x", h.STag))
+				ff.add(it.Frame, "iwarp_ddp.tagged_offset", fmt.Sprintf("0x%016x", h.TO))
+			} else {
+				ff.add(it.Frame, "iwarp_ddp.qn", fmt.Sprint(h.QN))
+				ff.add(it.Frame, "iwarp_ddp.msn", fmt.Sprint(h.MSN))
+				ff.add(it.Frame, "iwarp_ddp.mo", fmt.Sprint(h.MO))
+			}
+			// tshark shows the trailer read big-endian.
+			crcBE := fmt.Sprintf("0x%08x", swap32(it.FPDU.CRC))
+			if it.CRCMode.Checked() {
+				ff.add(it.Frame, "iwarp_mpa.crc_check", crcBE)
+				v := "bad"
+				if it.CRCGood() {
+					v = "good"
+				}
+				verdicts[it.Frame] = append(verdicts[it.Frame], v)
+			} else {
+				ff.add(it.Frame, "iwarp_mpa.crc", crcBE)
+			}
+		}
+	}
+	return ff, verdicts
+}
+
+func swap32(v uint32) uint32 { return v>>24 | v>>8&0xFF00 | v<<8&0xFF0000 | v<<24 }
+
+// compareWithTshark checks one capture; it returns the number of FPDUs
+// compared.
+func compareWithTshark(t *testing.T, tshark, file string) int {
+	t.Helper()
+	ours, ourV := ourFields(t, file)
+	theirs := tsharkRead(t, tshark, file)
+	theirV := tsharkCRCVerdicts(t, tshark, file)
+	frames := map[int]bool{}
+	for f := range ours {
+		frames[f] = true
+	}
+	for f := range theirs {
+		frames[f] = true
+	}
+	n := 0
+	for _, f := range slices.Sorted(func(yield func(int) bool) {
+		for k := range frames {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		for _, field := range tsharkFields {
+			a, b := ours[f][field], theirs[f][field]
+			if !slices.Equal(a, b) {
+				t.Errorf("%s frame %d %s: ours %v, tshark %v", filepath.Base(file), f, field, a, b)
+			}
+		}
+		if !slices.Equal(ourV[f], theirV[f]) {
+			t.Errorf("%s frame %d CRC verdicts: ours %v, tshark %v", filepath.Base(file), f, ourV[f], theirV[f])
+		}
+		n += len(ours[f]["iwarp_rdma.opcode"])
+	}
+	return n
+}
+
+func TestDecodeMatchesTsharkOnCaptures(t *testing.T) {
+	tshark := needTshark(t)
+	files, _ := filepath.Glob(filepath.Join(sharedDir, "interop/captures/*.pcap"))
+	if len(files) == 0 {
+		t.Skip("no shared captures")
+	}
+	total := 0
+	for _, f := range files {
+		total += compareWithTshark(t, tshark, f)
+	}
+	t.Logf("%d FPDUs compared over %d captures", total, len(files))
+	if total < 50 {
+		t.Errorf("only %d FPDUs compared over %d captures", total, len(files))
+	}
+}
+
+// vectorRecords reads the direction and hex columns of a vector TSV.
+func vectorRecords(t *testing.T, file string) (recs []struct {
+	initiator bool
+	data      []byte
+}) {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hexCol, dirCol := -1, -1
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if strings.HasPrefix(line, "#") || line == "" {
+			continue
+		}
+		cols := strings.Split(line, "\t")
+		if hexCol < 0 {
+			hexCol, dirCol = slices.Index(cols, "hex"), slices.Index(cols, "direction")
+			if hexCol < 0 {
+				return nil
+			}
+			continue
+		}
+		data, err := hex.DecodeString(cols[hexCol])
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		recs = append(recs, struct {
+			initiator bool
+			data      []byte
+		}{cols[dirCol] == "I->R", data})
+	}
+	return recs
+}
+
+// writeVectorPcap synthesizes a capture of a vector file's connection:
+// Ethernet, IPv4 or IPv6, TCP segments of at most mss bytes, and with
+// retransmit every segment sent twice plus an overlapping resend.
+func writeVectorPcap(t *testing.T, file, out string, v6, retransmit bool, mss int) {
+	t.Helper()
+	recs := vectorRecords(t, file)
+	var buf bytes.Buffer
+	w, err := capture.NewPcapWriter(&buf, capture.LinkEthernet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl := &capture.Flow{W: w, MSS: mss, Time: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		Client: netip.MustParseAddrPort("192.0.2.1:40001"), Server: netip.MustParseAddrPort("192.0.2.2:7000")}
+	if v6 {
+		fl.Client = netip.MustParseAddrPort("[2001:db8::1]:40001")
+		fl.Server = netip.MustParseAddrPort("[2001:db8::2]:7000")
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(fl.Open())
+	var sent [2]int
+	for _, r := range recs {
+		side := 1
+		if r.initiator {
+			side = 0
+		}
+		must(fl.Send(side, r.data))
+		if retransmit && len(r.data) > 4 {
+			must(fl.Resend(side, sent[side], len(r.data)))
+			must(fl.Resend(side, sent[side]+len(r.data)/2, len(r.data)-len(r.data)/2))
+		}
+		sent[side] += len(r.data)
+	}
+	must(fl.Close())
+	must(os.WriteFile(out, buf.Bytes(), 0o644))
+}
+
+func TestDecodeMatchesTsharkOnVectorCaptures(t *testing.T) {
+	tshark := needTshark(t)
+	files, _ := filepath.Glob(filepath.Join(sharedDir, "vectors/*.tsv"))
+	dir := t.TempDir()
+	for _, f := range files {
+		if vectorRecords(t, f) == nil {
+			continue // no frames (atomics.tsv)
+		}
+		for _, variant := range []struct {
+			name     string
+			v6, retx bool
+			mss      int
+		}{
+			{"ipv4", false, false, 1460},
+			{"ipv6", true, false, 1460},
+			{"ipv4-small-segments", false, false, 100},
+			{"ipv4-retransmit", false, true, 1460},
+			{"ipv6-retransmit", true, true, 1460},
+		} {
+			name := strings.TrimSuffix(filepath.Base(f), ".tsv") + "-" + variant.name
+			t.Run(name, func(t *testing.T) {
+				out := filepath.Join(dir, name+".pcap")
+				writeVectorPcap(t, f, out, variant.v6, variant.retx, variant.mss)
+				n := compareWithTshark(t, tshark, out)
+				if want := len(vectorRecords(t, f)) - 2; n != want {
+					t.Errorf("%d FPDUs compared, want %d (every vector record but the MPA frames)", n, want)
+				}
+			})
+		}
+	}
+}
+
+// TestVectorCapturesDecodeLikeVectors checks, without tshark, that the
+// synthesized captures decode to the same FPDUs as the vector files read
+// directly, whatever the segmentation, IP version and retransmissions.
+func TestVectorCapturesDecodeLikeVectors(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(sharedDir, "vectors/*.tsv"))
+	dir := t.TempDir()
+	for _, f := range files {
+		if vectorRecords(t, f) == nil {
+			continue
+		}
+		direct, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := decode.ReadText(bytes.NewReader(direct))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fpduSummary(decode.DecodeConn(a.Conns()[0], decode.Options{}))
+		for _, v6 := range []bool{false, true} {
+			for _, retx := range []bool{false, true} {
+				out := filepath.Join(dir, "v.pcap")
+				writeVectorPcap(t, f, out, v6, retx, 61)
+				fh, err := os.Open(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r, err := capture.NewReader(fh)
+				if err != nil {
+					t.Fatal(err)
+				}
+				a, err := capture.ReadAll(r, capture.Limits{})
+				fh.Close()
+				if err != nil || len(a.Conns()) != 1 {
+					t.Fatalf("%s: %v, %d conns", f, err, len(a.Conns()))
+				}
+				got := fpduSummary(decode.DecodeConn(a.Conns()[0], decode.Options{}))
+				if !slices.Equal(got, want) {
+					t.Errorf("%s v6=%v retransmit=%v:\n got %q\nwant %q", filepath.Base(f), v6, retx, got, want)
+				}
+			}
+		}
+	}
+}
+
+// fpduSummary lists each direction's items by stream offset, without frame
+// numbers.
+func fpduSummary(c *decode.Conn) []string {
+	var s []string
+	for _, it := range c.Items {
+		desc := fmt.Sprintf("%d@%d kind=%d", it.Dir, it.Off, it.Kind)
+		if it.Kind == decode.KindFPDU {
+			desc += fmt.Sprintf(" len=%d op=%s crcgood=%v err=%v/%v/%v", it.FPDU.Length, it.ULPDU.Opcode,
+				it.CRCGood(), it.FPDUErr, it.ULPDUErr, it.CheckErr)
+		}
+		s = append(s, desc)
+	}
+	slices.Sort(s)
+	return s
+}
