@@ -53,8 +53,8 @@ const (
 	OpImmediateSE     Opcode = 0x9 // RFC 7306 Immediate Data with Solicited Event
 	OpAtomicRequest   Opcode = 0xA // RFC 7306 Atomic Request (QN 1)
 	OpAtomicResponse  Opcode = 0xB // RFC 7306 Atomic Response (QN 3)
-	OpReadV2Request   Opcode = 0x11
-	OpReadV2Response  Opcode = 0x12
+	OpReadV2Request   Opcode = 0x11 // V2 RDMA Read V2 Request (QN 1)
+	OpReadV2Response  Opcode = 0x12 // V2 RDMA Read V2 Response (QN 3)
 	OpSendImm         Opcode = 0x13 // V2 Send with Immediate Data
 	OpSendInvImm      Opcode = 0x14 // V2 Send with Invalidate and Immediate Data
 	OpSendSEImm       Opcode = 0x15 // V2 Send with Solicited Event and Immediate Data
