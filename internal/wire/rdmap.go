@@ -41,18 +41,18 @@ type Opcode uint8
 
 // The RDMAP opcodes.
 const (
-	OpWrite           Opcode = 0x0 // RDMA Write (tagged)
-	OpReadRequest     Opcode = 0x1 // RDMA Read Request (QN 1)
-	OpReadResponse    Opcode = 0x2 // RDMA Read Response (tagged)
-	OpSend            Opcode = 0x3 // Send (QN 0)
-	OpSendInv         Opcode = 0x4 // Send with Invalidate
-	OpSendSE          Opcode = 0x5 // Send with Solicited Event
-	OpSendSEInv       Opcode = 0x6 // Send with Solicited Event and Invalidate
-	OpTerminate       Opcode = 0x7 // Terminate (QN 2)
-	OpImmediate       Opcode = 0x8 // RFC 7306 Immediate Data (QN 0)
-	OpImmediateSE     Opcode = 0x9 // RFC 7306 Immediate Data with Solicited Event
-	OpAtomicRequest   Opcode = 0xA // RFC 7306 Atomic Request (QN 1)
-	OpAtomicResponse  Opcode = 0xB // RFC 7306 Atomic Response (QN 3)
+	OpWrite           Opcode = 0x0  // RDMA Write (tagged)
+	OpReadRequest     Opcode = 0x1  // RDMA Read Request (QN 1)
+	OpReadResponse    Opcode = 0x2  // RDMA Read Response (tagged)
+	OpSend            Opcode = 0x3  // Send (QN 0)
+	OpSendInv         Opcode = 0x4  // Send with Invalidate
+	OpSendSE          Opcode = 0x5  // Send with Solicited Event
+	OpSendSEInv       Opcode = 0x6  // Send with Solicited Event and Invalidate
+	OpTerminate       Opcode = 0x7  // Terminate (QN 2)
+	OpImmediate       Opcode = 0x8  // RFC 7306 Immediate Data (QN 0)
+	OpImmediateSE     Opcode = 0x9  // RFC 7306 Immediate Data with Solicited Event
+	OpAtomicRequest   Opcode = 0xA  // RFC 7306 Atomic Request (QN 1)
+	OpAtomicResponse  Opcode = 0xB  // RFC 7306 Atomic Response (QN 3)
 	OpReadV2Request   Opcode = 0x11 // V2 RDMA Read V2 Request (QN 1)
 	OpReadV2Response  Opcode = 0x12 // V2 RDMA Read V2 Response (QN 3)
 	OpSendImm         Opcode = 0x13 // V2 Send with Immediate Data
