@@ -154,7 +154,7 @@ func recvFPDU(c net.Conn, d trialDesc) error {
 
 // benchChild starts the receiving child and returns its address and a
 // function that stops it.
-var benchChild = func() (addr string, stop func(), err error) {
+func benchChild() (addr string, stop func(), err error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return "", nil, err
