@@ -123,15 +123,33 @@ func (qp *QP) PostRecv(wrs []RecvWR) (int, error) {
 	return len(wrs), nil
 }
 
-// sqRelease frees the send-queue slots up to and including seq: its
-// completion was polled, and every earlier WR has completed.
+// sqRelease frees the slot of the send WR seq, whose completion was
+// consumed, and the slots of the unsignaled WRs before it (verbs: an
+// unsignaled WR's slot is freed by a later signaled completion). Slots are
+// reused in order, so the free pointer advances over released entries only.
 func (qp *QP) sqRelease(seq uint64) {
 	qp.mu.Lock()
-	if seq+1 > qp.sqFree && seq < qp.sqDone {
-		qp.sqFree = seq + 1
+	defer qp.mu.Unlock()
+	if seq < qp.sqFree || seq >= qp.sqDone {
+		return
 	}
-	qp.mu.Unlock()
+	d := uint64(len(qp.sq))
+	qp.sq[seq%d].released = true
+	for s := seq; s > qp.sqFree; s-- {
+		e := &qp.sq[(s-1)%d]
+		if e.cqe {
+			break
+		}
+		e.released = true
+	}
+	for qp.sqFree < qp.sqDone && qp.sq[qp.sqFree%d].released {
+		qp.sqFree++
+	}
 }
+
+// ReleaseWaited frees the send-queue slot of a WR whose completion went to
+// its Waiter.
+func (qp *QP) ReleaseWaited(c *CQE) { qp.sqRelease(c.sqSeq) }
 
 // rqRelease frees the oldest receive-queue slot whose completion was polled.
 func (qp *QP) rqRelease() {

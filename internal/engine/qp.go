@@ -136,6 +136,8 @@ type sqEntry struct {
 	wr       SendWR // SGL points into sqSGE
 	seq      uint64
 	complete bool
+	cqe      bool // a completion was reported for it
+	released bool // its completion was consumed: the slot may be reused
 	status   Status
 	err      error
 	inline   []byte // Inline: the payload, copied at post time

@@ -365,8 +365,13 @@ func (qp *QP) advanceCompletionsLocked() {
 			return
 		}
 		qp.sqDone++
-		if e.wr.Flags&Signaled != 0 || e.status != StatusSuccess {
-			c := CQE{ID: e.wr.ID, QP: qp, Status: e.status, Op: e.wr.Op, Len: uint32(e.size), Err: e.err, sqSeq: e.seq}
+		c := CQE{ID: e.wr.ID, QP: qp, Status: e.status, Op: e.wr.Op, Len: uint32(e.size), Err: e.err, sqSeq: e.seq}
+		switch {
+		case e.wr.Waiter != nil:
+			e.cqe = true
+			e.wr.Waiter <- c // buffered by the waiter: never blocks
+		case e.wr.Flags&Signaled != 0 || e.status != StatusSuccess:
+			e.cqe = true
 			qp.cfg.SendCQ.push(&c)
 		}
 	}

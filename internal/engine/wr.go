@@ -75,6 +75,10 @@ type SendWR struct {
 	RemoteTO   uint64
 	// InvSTag is the peer STag a Send with Invalidate invalidates.
 	InvSTag uint32
+	// Waiter, if set, receives the WR's completion instead of the send CQ
+	// (whatever Signaled says): the blocking convenience calls use it. The
+	// receiver must call QP.ReleaseWaited with the completion afterwards.
+	Waiter chan<- CQE
 }
 
 // RecvWR is a receive-queue work request: the buffers the next Send lands in.

@@ -1,0 +1,122 @@
+package iwarp
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/goiwarp/iwarp/internal/engine"
+)
+
+// CQ is a completion queue. Its capacity is fixed at creation and every
+// queue attached to it reserves its depth, so a CQ never overruns: creating
+// a QP whose queues do not fit fails instead (docs/semantics.md).
+type CQ struct {
+	dev *Device
+	e   *engine.CQ
+
+	mu      sync.Mutex // guards scratch
+	scratch [64]engine.CQE
+}
+
+// EventChannel gathers notifications from any number of CQs, so that one
+// goroutine can wait on all of them (verbs' completion channel).
+type EventChannel struct {
+	e *engine.EventChannel
+}
+
+// NewEventChannel returns an event channel for up to n CQs.
+func NewEventChannel(n int) *EventChannel {
+	return &EventChannel{e: engine.NewEventChannel(n)}
+}
+
+// Wait blocks until one of the CQs bound to the channel fires (see CQ.Arm)
+// or ctx ends, and returns that CQ.
+func (ch *EventChannel) Wait(ctx context.Context) (*CQ, error) {
+	select {
+	case ecq := <-ch.e.C:
+		cq, _ := ecq.Context.(*CQ)
+		return cq, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// ErrCQCapacity: the CQ cannot hold the completions of another queue.
+var ErrCQCapacity = errors.New("iwarp: completion queue capacity exhausted")
+
+// NewCQ creates a completion queue for capacity completions; ch, if not nil,
+// receives its notifications once armed.
+func (d *Device) NewCQ(capacity int, ch *EventChannel) (*CQ, error) {
+	if capacity < 1 || capacity > 1<<20 {
+		return nil, errors.New("iwarp: CQ capacity must be 1 to 1<<20")
+	}
+	var ech *engine.EventChannel
+	if ch != nil {
+		ech = ch.e
+	}
+	cq := &CQ{dev: d, e: engine.NewCQ(capacity, ech)}
+	cq.e.Context = cq
+	return cq, nil
+}
+
+// Poll moves up to len(out) completions, oldest first, into out and returns
+// how many. It never blocks and does not allocate. A completion's work
+// request slot is free again once it has been polled.
+func (cq *CQ) Poll(out []Completion) int {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	total := 0
+	for total < len(out) {
+		n := cq.e.Poll(cq.scratch[:min(len(cq.scratch), len(out)-total)])
+		for i := 0; i < n; i++ {
+			out[total+i] = completion(&cq.scratch[i])
+			cq.scratch[i] = engine.CQE{}
+		}
+		total += n
+		if n == 0 {
+			break
+		}
+	}
+	return total
+}
+
+// Wait blocks until the CQ holds a completion or ctx ends.
+func (cq *CQ) Wait(ctx context.Context) error {
+	err := cq.e.Wait(ctx)
+	if errors.Is(err, engine.ErrCQClosed) {
+		return ErrClosed
+	}
+	return err
+}
+
+// Next waits for the next completion and returns it.
+func (cq *CQ) Next(ctx context.Context) (Completion, error) {
+	var out [1]Completion
+	for {
+		if cq.Poll(out[:]) == 1 {
+			return out[0], nil
+		}
+		if err := cq.Wait(ctx); err != nil {
+			return Completion{}, err
+		}
+	}
+}
+
+// Arm asks for one notification on the CQ's event channel when the next
+// completion arrives (solicitedOnly false) or the next solicited or failed
+// one (solicitedOnly true). Completions already queued do not count: poll
+// after arming to close the race, as with verbs.
+func (cq *CQ) Arm(solicitedOnly bool) { cq.e.Arm(solicitedOnly) }
+
+// Len returns the number of completions waiting.
+func (cq *CQ) Len() int { return cq.e.Len() }
+
+// Cap returns the CQ's capacity.
+func (cq *CQ) Cap() int { return cq.e.Cap() }
+
+// Close wakes the CQ's waiters; queued completions can still be polled.
+func (cq *CQ) Close() error {
+	cq.e.Close()
+	return nil
+}

@@ -1,0 +1,106 @@
+package iwarp
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"github.com/goiwarp/iwarp/internal/mem"
+)
+
+// Device is a software RNIC: the STag table shared by its protection
+// domains, and the atomicity domain of RFC 7306 (no two atomic operations on
+// the same registered memory of one Device interleave, whichever of its QPs
+// they arrive on). A program normally opens one Device.
+type Device struct {
+	cfg    DeviceConfig
+	table  *mem.Table
+	nextPD atomic.Uint32
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// DeviceConfig configures NewDevice. The zero value gives the defaults.
+type DeviceConfig struct {
+	// MaxMemoryRegions bounds the registered regions (default 1<<20).
+	MaxMemoryRegions int
+}
+
+// DeviceAttributes are a Device's limits.
+type DeviceAttributes struct {
+	MaxMemoryRegions int
+	MaxQueueDepth    int // work requests per send or receive queue
+	MaxSGE           int // scatter/gather elements per work request
+	MaxInline        int // inline bytes per send work request
+	MaxIRD, MaxORD   int // outstanding inbound / outbound RDMA Reads per QP
+	MaxMessageSize   int64
+	MaxPrivateData   int // MPA private data per connection message (RFC 5044)
+}
+
+// Limits of every Device.
+const (
+	maxQueueDepth = 1 << 14
+	maxSGE        = 16
+	maxInline     = 4096
+	maxIRDORD     = 128
+)
+
+// ErrClosed is returned by calls on a closed Device, CQ, QP or Listener.
+var ErrClosed = errors.New("iwarp: closed")
+
+// NewDevice opens a software RNIC.
+func NewDevice(cfg *DeviceConfig) *Device {
+	d := &Device{}
+	if cfg != nil {
+		d.cfg = *cfg
+	}
+	if d.cfg.MaxMemoryRegions <= 0 {
+		d.cfg.MaxMemoryRegions = 1 << 20
+	}
+	d.table = mem.NewTable(mem.TableOptions{MaxRegions: d.cfg.MaxMemoryRegions})
+	return d
+}
+
+// Attributes returns the Device's limits.
+func (d *Device) Attributes() DeviceAttributes {
+	return DeviceAttributes{
+		MaxMemoryRegions: d.cfg.MaxMemoryRegions,
+		MaxQueueDepth:    maxQueueDepth,
+		MaxSGE:           maxSGE,
+		MaxInline:        maxInline,
+		MaxIRD:           maxIRDORD,
+		MaxORD:           maxIRDORD,
+		MaxMessageSize:   1 << 31,
+		MaxPrivateData:   512,
+	}
+}
+
+// AllocPD allocates a protection domain (RFC 5040 §2.1): memory registered
+// in one PD is reachable only through QPs of the same PD.
+func (d *Device) AllocPD() (*PD, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, ErrClosed
+	}
+	return &PD{dev: d, id: d.nextPD.Add(1)}, nil
+}
+
+// Close marks the Device closed: no new PDs. Resources already created stay
+// usable until closed themselves.
+func (d *Device) Close() error {
+	d.mu.Lock()
+	d.closed = true
+	d.mu.Unlock()
+	return nil
+}
+
+// PD is a protection domain.
+type PD struct {
+	dev *Device
+	id  uint32
+}
+
+// Device returns the PD's device.
+func (pd *PD) Device() *Device { return pd.dev }

@@ -1,0 +1,140 @@
+package iwarp
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/goiwarp/iwarp/internal/mem"
+)
+
+// Access is a set of access rights of registered memory.
+type Access uint16
+
+// Access rights (RFC 5040 §2.1). Local read is always allowed.
+const (
+	// AccessLocalWrite lets the local RNIC write the memory: needed by
+	// receive buffers and RDMA Read sinks.
+	AccessLocalWrite Access = Access(mem.AccessLocalWrite)
+	// AccessRemoteRead lets a peer RDMA Read the memory.
+	AccessRemoteRead Access = Access(mem.AccessRemoteRead)
+	// AccessRemoteWrite lets a peer RDMA Write the memory.
+	AccessRemoteWrite Access = Access(mem.AccessRemoteWrite)
+	// AccessRemoteAtomic lets a peer run RFC 7306 atomics on the memory;
+	// the buffer must be 8-byte aligned.
+	AccessRemoteAtomic Access = Access(mem.AccessRemoteAtomic)
+)
+
+// String lists the rights.
+func (a Access) String() string { return mem.Access(a).String() }
+
+// Errors of memory registration.
+var (
+	ErrInvalidBuffer = errors.New("iwarp: invalid buffer")
+	ErrRange         = errors.New("iwarp: offset and length outside the memory region")
+)
+
+// MR is a registered memory region: a []byte the caller owns, exposed to
+// the RNIC (and, with remote access, to peers) under an STag. The caller
+// must not reuse the buffer for anything else until Deregister returns.
+type MR struct {
+	pd *PD
+	r  *mem.Region
+}
+
+// RegisterMemory registers buf with the given access rights. The region's
+// tagged offsets start at 0: TO n addresses buf[n].
+func (pd *PD) RegisterMemory(buf []byte, access Access) (*MR, error) {
+	r, err := pd.dev.table.Register(pd.id, buf, mem.Access(access), 0)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidBuffer, err)
+	}
+	return &MR{pd: pd, r: r}, nil
+}
+
+// STag returns the region's Steering Tag, what a peer names it by (the
+// "rkey" of verbs).
+func (mr *MR) STag() uint32 { return uint32(mr.r.STag()) }
+
+// TO returns the tagged offset of the region's first byte (the "addr" of
+// verbs).
+func (mr *MR) TO() uint64 { return mr.r.Base() }
+
+// Len returns the region's length.
+func (mr *MR) Len() int { return mr.r.Len() }
+
+// Bytes returns the registered buffer.
+func (mr *MR) Bytes() []byte { return mr.r.Bytes() }
+
+// Access returns the region's access rights.
+func (mr *MR) Access() Access { return Access(mr.r.Access()) }
+
+// PD returns the region's protection domain.
+func (mr *MR) PD() *PD { return mr.pd }
+
+// Remote describes the whole region for a peer.
+func (mr *MR) Remote() RemoteBuffer {
+	return RemoteBuffer{STag: mr.STag(), TO: mr.TO(), Len: uint32(mr.Len())}
+}
+
+// RemoteSlice describes n bytes at offset off for a peer.
+func (mr *MR) RemoteSlice(off, n int) (RemoteBuffer, error) {
+	if off < 0 || n < 0 || off > mr.Len() || mr.Len()-off < n {
+		return RemoteBuffer{}, ErrRange
+	}
+	return RemoteBuffer{STag: mr.STag(), TO: mr.TO() + uint64(off), Len: uint32(n)}, nil
+}
+
+// SGE returns a scatter/gather element for n bytes at offset off.
+func (mr *MR) SGE(off, n int) SGE { return SGE{MR: mr, Offset: off, Length: n} }
+
+// Deregister invalidates the STag at once for new arrivals, waits until no
+// placement into the buffer is in flight (bounded by ctx), and frees the
+// region. When it returns nil no byte can land in the buffer any more.
+func (mr *MR) Deregister(ctx context.Context) error {
+	return mr.pd.dev.table.Deregister(ctx, mr.r)
+}
+
+// RemoteBuffer names a peer's registered memory: what a peer advertises so
+// that one-sided operations can target it.
+type RemoteBuffer struct {
+	STag uint32
+	TO   uint64
+	Len  uint32
+}
+
+// RemoteBufferLen is the length of a RemoteBuffer's binary encoding.
+const RemoteBufferLen = 16
+
+// AppendBinary appends the 16-byte encoding: TO, STag and length,
+// big-endian (the layout rping's buffer advertisements use).
+func (b RemoteBuffer) AppendBinary(dst []byte) ([]byte, error) {
+	dst = binary.BigEndian.AppendUint64(dst, b.TO)
+	dst = binary.BigEndian.AppendUint32(dst, b.STag)
+	return binary.BigEndian.AppendUint32(dst, b.Len), nil
+}
+
+// MarshalBinary returns the 16-byte encoding.
+func (b RemoteBuffer) MarshalBinary() ([]byte, error) {
+	return b.AppendBinary(make([]byte, 0, RemoteBufferLen))
+}
+
+// UnmarshalBinary decodes the 16-byte encoding.
+func (b *RemoteBuffer) UnmarshalBinary(p []byte) error {
+	if len(p) != RemoteBufferLen {
+		return fmt.Errorf("iwarp: remote buffer encoding is %d bytes, want %d", len(p), RemoteBufferLen)
+	}
+	b.TO = binary.BigEndian.Uint64(p)
+	b.STag = binary.BigEndian.Uint32(p[8:])
+	b.Len = binary.BigEndian.Uint32(p[12:])
+	return nil
+}
+
+// Slice returns n bytes at offset off of b.
+func (b RemoteBuffer) Slice(off, n uint32) (RemoteBuffer, error) {
+	if off > b.Len || b.Len-off < n {
+		return RemoteBuffer{}, ErrRange
+	}
+	return RemoteBuffer{STag: b.STag, TO: b.TO + uint64(off), Len: n}, nil
+}

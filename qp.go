@@ -1,0 +1,310 @@
+package iwarp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/goiwarp/iwarp/internal/engine"
+	"github.com/goiwarp/iwarp/internal/mpa"
+)
+
+// QPConfig is the shape of a queue pair. Zero fields take the defaults.
+type QPConfig struct {
+	// SendCQ and RecvCQ receive the completions of the send and receive
+	// queues (they may be the same CQ). Required.
+	SendCQ, RecvCQ *CQ
+	// SendQueueDepth and RecvQueueDepth bound the work requests
+	// outstanding at once (default 64 each); each reserves that many
+	// entries in its CQ.
+	SendQueueDepth, RecvQueueDepth int
+	// MaxSGE is the scatter/gather elements per work request (default 4).
+	MaxSGE int
+	// MaxInline is the inline payload per send work request (default 64).
+	MaxInline int
+	// IRD and ORD are the RDMA Reads this side accepts outstanding from
+	// the peer and wants outstanding towards it (default 16; RFC 6581
+	// negotiates them with the peer).
+	IRD, ORD int
+	// OpTimeout bounds how long the QP waits for a peer that stops reading
+	// what it is sent before failing the connection (default 30 s; <0
+	// means no bound).
+	OpTimeout time.Duration
+}
+
+// QPState is a queue pair's state.
+type QPState uint8
+
+// QP states (shared/spec rdmap.md §3).
+const (
+	StateIdle      QPState = QPState(engine.StateIdle)      // created, not connected
+	StateRTS       QPState = QPState(engine.StateRTS)       // connected
+	StateClosing   QPState = QPState(engine.StateClosing)   // orderly disconnect under way
+	StateTerminate QPState = QPState(engine.StateTerminate) // a Terminate was sent or received
+	StateError     QPState = QPState(engine.StateError)     // torn down, work flushed
+)
+
+// String names the state.
+func (s QPState) String() string { return engine.State(s).String() }
+
+// QP is a queue pair: the endpoint of one RDMA connection. Post work to it
+// with PostSend and PostRecv; completions arrive on its CQs.
+type QP struct {
+	pd  *PD
+	cfg QPConfig
+	e   *engine.QP
+
+	mu    sync.Mutex // guards attrs and the post scratch buffers
+	attrs QPAttributes
+	swr   []engine.SendWR
+	rwr   []engine.RecvWR
+	sge   []engine.SGE
+
+	wmu     sync.Mutex // guards waiters
+	waiters []chan engine.CQE
+}
+
+// Errors of the QP API.
+var (
+	ErrInvalidConfig = errors.New("iwarp: invalid configuration")
+	ErrInvalidWR     = errors.New("iwarp: invalid work request")
+	ErrQueueFull     = errors.New("iwarp: work queue full")
+	ErrNotConnected  = errors.New("iwarp: queue pair not connected")
+)
+
+// NewQP creates a queue pair in state StateIdle. Post receives before
+// connecting if the peer may Send at once.
+func (pd *PD) NewQP(cfg *QPConfig) (*QP, error) {
+	if cfg == nil || cfg.SendCQ == nil || cfg.RecvCQ == nil {
+		return nil, fmt.Errorf("%w: SendCQ and RecvCQ are required", ErrInvalidConfig)
+	}
+	c := *cfg
+	def := func(v *int, d, maxv int, name string) error {
+		if *v == 0 {
+			*v = d
+		}
+		if *v < 0 || *v > maxv {
+			return fmt.Errorf("%w: %s %d out of range 0..%d", ErrInvalidConfig, name, *v, maxv)
+		}
+		return nil
+	}
+	for _, f := range []struct {
+		v       *int
+		d, maxv int
+		name    string
+	}{
+		{&c.SendQueueDepth, 64, maxQueueDepth, "SendQueueDepth"},
+		{&c.RecvQueueDepth, 64, maxQueueDepth, "RecvQueueDepth"},
+		{&c.MaxSGE, 4, maxSGE, "MaxSGE"},
+		{&c.MaxInline, 64, maxInline, "MaxInline"},
+		{&c.IRD, 16, maxIRDORD, "IRD"},
+		{&c.ORD, 16, maxIRDORD, "ORD"},
+	} {
+		if err := def(f.v, f.d, f.maxv, f.name); err != nil {
+			return nil, err
+		}
+	}
+	if c.OpTimeout == 0 {
+		c.OpTimeout = 30 * time.Second
+	}
+	opTimeout := c.OpTimeout
+	if opTimeout < 0 {
+		opTimeout = 0
+	}
+	e, err := engine.New(engine.Config{
+		Table: pd.dev.table, PD: pd.id, SendCQ: c.SendCQ.e, RecvCQ: c.RecvCQ.e,
+		SQDepth: c.SendQueueDepth, RQDepth: c.RecvQueueDepth, MaxSGE: c.MaxSGE, MaxInline: c.MaxInline,
+		OpTimeout: opTimeout,
+	})
+	if err != nil {
+		if errors.Is(err, engine.ErrCQFull) {
+			return nil, fmt.Errorf("%w: %w", ErrCQCapacity, err)
+		}
+		return nil, err
+	}
+	qp := &QP{pd: pd, cfg: c, e: e}
+	e.User = qp
+	return qp, nil
+}
+
+// PD returns the QP's protection domain.
+func (qp *QP) PD() *PD { return qp.pd }
+
+// State returns the QP's state.
+func (qp *QP) State() QPState { return QPState(qp.e.State()) }
+
+// Err returns why the QP left StateRTS (a *TerminateError, ErrDisconnected,
+// ErrPeerDisconnected, a connection error...), or nil.
+func (qp *QP) Err() error {
+	if err := qp.e.Err(); err != nil {
+		return wrapEngineError(err)
+	}
+	return nil
+}
+
+// Done is closed when the QP has been torn down and every work request
+// completed or flushed.
+func (qp *QP) Done() <-chan struct{} { return qp.e.Done() }
+
+// QPAttributes describe a connected QP: what its connection negotiated.
+type QPAttributes struct {
+	MPARevision int
+	CRC         bool // MPA CRC in use
+	// SendMarkers and RecvMarkers: MPA markers in each direction.
+	SendMarkers, RecvMarkers bool
+	// P2P: RFC 6581 peer-to-peer mode, with the RTR message type used.
+	P2P bool
+	RTR string
+	// IRD and ORD are the negotiated Read limits of this side.
+	IRD, ORD int
+	// MULPDU is the largest ULPDU this side sends.
+	MULPDU int
+	// RFC7306 and V2: the RDMAP extensions both sides agreed on.
+	RFC7306, V2 bool
+	// PeerPrivateData is the private data of the peer's MPA frame.
+	PeerPrivateData []byte
+}
+
+// Attributes returns what the connection negotiated.
+func (qp *QP) Attributes() QPAttributes {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	return qp.attrs
+}
+
+// PostSend queues send work requests, in order. It returns at once; the
+// work is transmitted by the QP, and each WR completes on the send CQ (if
+// Signaled, or on failure). On error, the WRs before the failing one were
+// posted and the rest were not.
+func (qp *QP) PostSend(wrs ...SendWR) error {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	ewrs, err := qp.convertSends(wrs, nil)
+	if err != nil {
+		return err
+	}
+	_, err = qp.e.PostSend(ewrs)
+	return qp.postError(err)
+}
+
+func (qp *QP) convertSends(wrs []SendWR, waiter chan<- engine.CQE) ([]engine.SendWR, error) {
+	qp.swr, qp.sge = qp.swr[:0], qp.sge[:0]
+	for i := range wrs {
+		wr := &wrs[i]
+		op, ok := toEngineOp(wr.Op, wr.Flags)
+		if !ok {
+			return nil, fmt.Errorf("%w: send WR %d: opcode %v", ErrInvalidWR, i, wr.Op)
+		}
+		start := len(qp.sge)
+		for j := range wr.SGL {
+			s := &wr.SGL[j]
+			if s.MR == nil || s.MR.pd != qp.pd || s.Offset < 0 || s.Length < 0 || s.Offset > s.MR.Len() || s.MR.Len()-s.Offset < s.Length {
+				return nil, fmt.Errorf("%w: send WR %d: SGE %d outside its region or of another PD", ErrInvalidWR, i, j)
+			}
+			qp.sge = append(qp.sge, engine.SGE{Region: s.MR.r, Off: uint64(s.Offset), Len: uint32(s.Length)})
+		}
+		var f engine.Flags
+		if wr.Flags&Signaled != 0 {
+			f |= engine.Signaled
+		}
+		if wr.Flags&Fence != 0 {
+			f |= engine.Fence
+		}
+		if wr.Flags&Inline != 0 {
+			f |= engine.Inline
+		}
+		qp.swr = append(qp.swr, engine.SendWR{
+			ID: wr.ID, Op: op, Flags: f, SGL: qp.sge[start:len(qp.sge):len(qp.sge)],
+			RemoteSTag: wr.Remote.STag, RemoteTO: wr.Remote.TO, InvSTag: wr.InvalidateSTag, Waiter: waiter,
+		})
+	}
+	return qp.swr, nil
+}
+
+func toEngineOp(op Opcode, f SendFlags) (engine.Op, bool) {
+	se := f&Solicited != 0
+	switch {
+	case op == OpSend && se:
+		return engine.OpSendSE, true
+	case op == OpSend:
+		return engine.OpSend, true
+	case op == OpSendInvalidate && se:
+		return engine.OpSendSEInv, true
+	case op == OpSendInvalidate:
+		return engine.OpSendInv, true
+	case op == OpWrite:
+		return engine.OpWrite, true
+	case op == OpRead:
+		return engine.OpRead, true
+	}
+	return 0, false
+}
+
+func (qp *QP) postError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, engine.ErrSQFull), errors.Is(err, engine.ErrRQFull):
+		return fmt.Errorf("%w: %w", ErrQueueFull, err)
+	case errors.Is(err, engine.ErrNotConnected):
+		return fmt.Errorf("%w: %w", ErrNotConnected, err)
+	case errors.Is(err, engine.ErrQPState):
+		return wrapEngineError(err)
+	}
+	return fmt.Errorf("%w: %w", ErrInvalidWR, err)
+}
+
+// PostRecv posts receive work requests, in order. Receives may be posted
+// before the QP is connected. On iWARP a Send that finds no posted receive
+// is fatal to the connection (there is no retry): keep receives posted
+// ahead of the peer's Sends (docs/semantics.md).
+func (qp *QP) PostRecv(wrs ...RecvWR) error {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	qp.rwr, qp.sge = qp.rwr[:0], qp.sge[:0]
+	for i := range wrs {
+		wr := &wrs[i]
+		start := len(qp.sge)
+		for j := range wr.SGL {
+			s := &wr.SGL[j]
+			if s.MR == nil || s.MR.pd != qp.pd || s.Offset < 0 || s.Length < 0 || s.Offset > s.MR.Len() || s.MR.Len()-s.Offset < s.Length {
+				return fmt.Errorf("%w: recv WR %d: SGE %d outside its region or of another PD", ErrInvalidWR, i, j)
+			}
+			qp.sge = append(qp.sge, engine.SGE{Region: s.MR.r, Off: uint64(s.Offset), Len: uint32(s.Length)})
+		}
+		qp.rwr = append(qp.rwr, engine.RecvWR{ID: wr.ID, SGL: qp.sge[start:len(qp.sge):len(qp.sge)]})
+	}
+	_, err := qp.e.PostRecv(qp.rwr)
+	return qp.postError(err)
+}
+
+// start hands an established MPA connection to the engine.
+func (qp *QP) start(c *mpa.Conn) error {
+	p := c.Params()
+	qp.mu.Lock()
+	qp.attrs = QPAttributes{
+		MPARevision: int(p.Rev), CRC: p.CRC, SendMarkers: p.SendMarkers, RecvMarkers: p.RecvMarkers,
+		P2P: p.P2P, RTR: p.RTR.String(), IRD: int(p.IRD), ORD: int(p.ORD), MULPDU: c.MULPDU(),
+		RFC7306: p.Extensions&mpa.ExtRFC7306 != 0, V2: p.Extensions&mpa.ExtV2 != 0,
+		PeerPrivateData: append([]byte(nil), c.PeerPrivateData()...),
+	}
+	qp.mu.Unlock()
+	return qp.e.Start(c.FPDU(), engine.Params{
+		IRD: int(p.IRD), ORD: int(p.ORD), MULPDU: c.MULPDU(),
+		FirstSendMSN: p.SendMSN(0), FirstReadMSN: p.SendMSN(1),
+		FirstPeerSendMSN: p.RecvMSN(0), FirstPeerReadMSN: p.RecvMSN(1),
+	})
+}
+
+// Disconnect closes the connection in order: no new work is accepted, the
+// posted work is transmitted and completes, then the connection is closed;
+// receives still posted complete as flushed. If ctx ends first the QP is
+// closed at once and ctx's error returned.
+func (qp *QP) Disconnect(ctx context.Context) error { return qp.e.Disconnect(ctx) }
+
+// Close tears the QP down at once (no Terminate: the peer sees the
+// connection close); outstanding work completes as flushed. It returns when
+// that is done. Close is safe to call more than once.
+func (qp *QP) Close() error { return qp.e.Close() }

@@ -1,0 +1,151 @@
+package iwarp
+
+import (
+	"github.com/goiwarp/iwarp/internal/engine"
+)
+
+// Opcode is the operation of a work request or a completion.
+type Opcode uint8
+
+// Operations (RFC 5040 §5).
+const (
+	// OpSend sends a message into the peer's next posted receive.
+	OpSend Opcode = iota + 1
+	// OpSendInvalidate is a Send that also invalidates the peer's STag
+	// SendWR.InvalidateSTag once the message is placed.
+	OpSendInvalidate
+	// OpWrite writes the local SGL into the peer's memory (one-sided).
+	OpWrite
+	// OpRead reads the peer's memory into the local SGL (one-sided).
+	OpRead
+	// OpRecv is the opcode of a receive completion.
+	OpRecv
+)
+
+var opcodeNames = [...]string{OpSend: "Send", OpSendInvalidate: "SendInvalidate", OpWrite: "Write", OpRead: "Read", OpRecv: "Recv"}
+
+// String names the operation.
+func (o Opcode) String() string {
+	if int(o) < len(opcodeNames) && opcodeNames[o] != "" {
+		return opcodeNames[o]
+	}
+	return "Opcode?"
+}
+
+// SendFlags modify a send work request.
+type SendFlags uint8
+
+// Send flags.
+const (
+	// Signaled asks for a completion on success; failures always complete.
+	Signaled SendFlags = 1 << iota
+	// Fence makes the WR wait until every earlier RDMA Read on the QP has
+	// completed (RFC 5040 §5.5).
+	Fence
+	// Inline copies the payload at post time: the buffers are free again
+	// when PostSend returns. At most QPConfig.MaxInline bytes.
+	Inline
+	// Solicited asks for a solicited event at the receiver (Send with
+	// Solicited Event, RFC 5040 §5.3): it wakes a CQ armed for solicited
+	// completions only.
+	Solicited
+)
+
+// SGE is one element of a scatter/gather list: Length bytes at Offset of a
+// registered region.
+type SGE struct {
+	MR     *MR
+	Offset int
+	Length int
+}
+
+// SendWR is a send-queue work request. Until it completes (or, with Inline,
+// until PostSend returns), the memory its SGL names belongs to the QP: the
+// caller must not write (Send, Write) or read (Read) it.
+type SendWR struct {
+	// ID is returned in the completion.
+	ID    uint64
+	Op    Opcode
+	Flags SendFlags
+	// SGL is the local memory: the payload of a Send or Write, the sink of
+	// a Read (a single SGE on iWARP).
+	SGL []SGE
+	// Remote is the peer's memory for Write and Read (its Len is not used:
+	// the SGL's total length is the size).
+	Remote RemoteBuffer
+	// InvalidateSTag is the peer STag an OpSendInvalidate invalidates.
+	InvalidateSTag uint32
+}
+
+// RecvWR is a receive-queue work request: where the next Send lands.
+type RecvWR struct {
+	ID  uint64
+	SGL []SGE
+}
+
+// Status is the outcome of a work request.
+type Status uint8
+
+// Completion statuses.
+const (
+	// StatusSuccess: the work request completed. For a Send or Write it
+	// means the data was handed to TCP, not that the peer placed it.
+	StatusSuccess Status = Status(engine.StatusSuccess)
+	// StatusFlushed: not completed: the QP left RTS first.
+	StatusFlushed Status = Status(engine.StatusFlushed)
+	// StatusLocalLength: a received message did not fit the posted buffers.
+	StatusLocalLength Status = Status(engine.StatusLocalLength)
+	// StatusLocalProtection: an SGE no longer covered by its region.
+	StatusLocalProtection Status = Status(engine.StatusLocalProtection)
+	// StatusRemoteAccess: the peer refused the access (its Terminate).
+	StatusRemoteAccess Status = Status(engine.StatusRemoteAccess)
+	// StatusRemoteOperation: the peer failed the operation (its Terminate).
+	StatusRemoteOperation Status = Status(engine.StatusRemoteOperation)
+	// StatusFatal: the connection failed.
+	StatusFatal Status = Status(engine.StatusFatal)
+)
+
+// String names the status.
+func (s Status) String() string { return engine.Status(s).String() }
+
+// Completion reports a finished work request.
+type Completion struct {
+	ID     uint64
+	QP     *QP
+	Status Status
+	Op     Opcode
+	// Len is the number of bytes received (OpRecv) or transferred.
+	Len int
+	// Solicited: the received message asked for a solicited event.
+	Solicited bool
+	// Invalidated is the local STag a received Send with Invalidate
+	// invalidated, or 0.
+	Invalidated uint32
+	// Err says why, for a status other than StatusSuccess: a
+	// *TerminateError, ErrFlushed wrapping the QP's error, etc.
+	Err error
+}
+
+var fromEngineOp = [...]Opcode{
+	engine.OpSend: OpSend, engine.OpSendInv: OpSendInvalidate, engine.OpSendSE: OpSend,
+	engine.OpSendSEInv: OpSendInvalidate, engine.OpWrite: OpWrite, engine.OpRead: OpRead, engine.OpRecv: OpRecv,
+}
+
+// completion converts an engine completion.
+func completion(e *engine.CQE) Completion {
+	c := Completion{ID: e.ID, Status: Status(e.Status), Len: int(e.Len), Err: e.Err}
+	if int(e.Op) < len(fromEngineOp) {
+		c.Op = fromEngineOp[e.Op]
+	}
+	if e.QP != nil {
+		c.QP, _ = e.QP.User.(*QP)
+	}
+	c.Solicited = e.Flags&engine.Solicited != 0
+	if e.Flags&engine.Invalidated != 0 {
+		c.Invalidated = e.InvSTag
+	}
+	if c.Err != nil {
+		c.Err = wrapEngineError(c.Err)
+	}
+	return c
+}
