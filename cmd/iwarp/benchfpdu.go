@@ -6,7 +6,9 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/goiwarp/iwarp/internal/fpdu"
@@ -49,9 +51,10 @@ func runBenchFPDU(args []string, stdout, stderr io.Writer) int {
 	pairs := fs.Int("pairs", 5, "interleaved raw-TCP/FPDU trial pairs per case (the median ratio is reported)")
 	trial := fs.Duration("trial", 400*time.Millisecond, "approximate duration of one trial")
 	strict := fs.Bool("strict", false, "exit with status 1 if any case misses its target")
+	only := fs.String("cases", "", "comma-separated case names to run (default: all)")
 	child := fs.Bool("child", false, "run as the receiving child (internal)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: iwarp benchfpdu [-pairs N] [-trial D] [-strict]")
+		fmt.Fprintln(stderr, "usage: iwarp benchfpdu [-pairs N] [-trial D] [-cases NAME,...] [-strict]")
 		fmt.Fprintln(stderr, "Measures MPA FPDU stream throughput (internal/fpdu) against raw Go TCP in one run:")
 		fmt.Fprintln(stderr, "this process sends, a re-executed child receives, over loopback TCP with TCP_NODELAY.")
 		fs.PrintDefaults()
@@ -78,6 +81,9 @@ func runBenchFPDU(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "%-11s %6s %10s %10s %7s %12s %10s %s\n", "case", "size", "tcp MB/s", "fpdu MB/s", "ratio", "FPDUs/s", "target", "result")
 	failed := false
 	for _, bc := range benchCases {
+		if *only != "" && !slices.Contains(strings.Split(*only, ","), bc.name) {
+			continue
+		}
 		res, err := measureCase(addr, bc, *pairs, *trial)
 		if err != nil {
 			fmt.Fprintf(stderr, "benchfpdu: %s: %v\n", bc.name, err)

@@ -161,7 +161,7 @@ var termCases = []termCase{
 	}, wire.TermDDPTaggedVersion, false},
 	{"Send/DDP-version/DDP-2-0x06", func(r *termRegions) ([]byte, int) {
 		b := cat(untagged(3, true, 0, 0, 1, 0), []byte("x"))
-		b[0] = b[0]&^3 | 0
+		b[0] &^= 3 // DV 0
 		return b, 18
 	}, wire.TermDDPUntaggedVersion, false},
 	{"Send/RDMAP-version/RDMAP-2-0x05", func(r *termRegions) ([]byte, int) {
