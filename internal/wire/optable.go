@@ -36,6 +36,7 @@ func (k HeaderKind) String() string {
 // OpInfo describes how an opcode travels on the wire, in the spirit of
 // siw's iwarp_pktinfo table (RFC 5040 §4-5, RFC 7306 §5-8, V2 draft §4).
 type OpInfo struct {
+	// Opcode is the opcode described.
 	Opcode Opcode
 	// MinVersion is the lowest RDMAP version that defines the opcode
 	// (RDMAPVersion1, or RDMAPVersion2 for the V2 opcodes).
@@ -57,29 +58,55 @@ type OpInfo struct {
 	// ImmediateLast says the message's last segment (L=1) carries only
 	// the 8 immediate bytes (V2 Send with Immediate).
 	ImmediateLast bool
+	// Invalidate says the untagged header's ULP field carries the
+	// Invalidate STag (Send with Invalidate and its SE/V2 variants).
+	Invalidate bool
+	// Solicited says the message raises a Solicited Event at the data
+	// sink (the SE variants of Send and Immediate Data).
+	Solicited bool
 }
 
-// opTable columns: Opcode, MinVersion, Tagged, QN, Header, HeaderLen,
-// SingleSegment, Payload, ImmediateLast.
+// opTable is the table of rdmap.md §2 and extensions.md §1-2.
 var opTable = [opcodeTableLength]OpInfo{
-	OpWrite:          {OpWrite, RDMAPVersion1, true, 0, HeaderNone, 0, false, true, false},
-	OpReadRequest:    {OpReadRequest, RDMAPVersion1, false, QNReadReq, HeaderReadRequest, ReadRequestLen, true, false, false},
-	OpReadResponse:   {OpReadResponse, RDMAPVersion1, true, 0, HeaderNone, 0, false, true, false},
-	OpSend:           {OpSend, RDMAPVersion1, false, QNSend, HeaderNone, 0, false, true, false},
-	OpSendInv:        {OpSendInv, RDMAPVersion1, false, QNSend, HeaderNone, 0, false, true, false},
-	OpSendSE:         {OpSendSE, RDMAPVersion1, false, QNSend, HeaderNone, 0, false, true, false},
-	OpSendSEInv:      {OpSendSEInv, RDMAPVersion1, false, QNSend, HeaderNone, 0, false, true, false},
-	OpTerminate:      {OpTerminate, RDMAPVersion1, false, QNTerminate, HeaderTerminate, TermControlLen, true, false, false},
-	OpImmediate:      {OpImmediate, RDMAPVersion1, false, QNSend, HeaderImmediate, ImmediateDataLen, true, false, false},
-	OpImmediateSE:    {OpImmediateSE, RDMAPVersion1, false, QNSend, HeaderImmediate, ImmediateDataLen, true, false, false},
-	OpAtomicRequest:  {OpAtomicRequest, RDMAPVersion1, false, QNReadReq, HeaderAtomicRequest, AtomicRequestLen, true, false, false},
-	OpAtomicResponse: {OpAtomicResponse, RDMAPVersion1, false, QNResponse, HeaderAtomicResponse, AtomicResponseLen, true, false, false},
-	OpReadV2Request:  {OpReadV2Request, RDMAPVersion2, false, QNReadReq, HeaderReadV2Request, ReadV2RequestLen, true, false, false},
-	OpReadV2Response: {OpReadV2Response, RDMAPVersion2, false, QNResponse, HeaderNone, 0, false, true, false},
-	OpSendImm:        {OpSendImm, RDMAPVersion2, false, QNSend, HeaderNone, 0, false, true, true},
-	OpSendInvImm:     {OpSendInvImm, RDMAPVersion2, false, QNSend, HeaderNone, 0, false, true, true},
-	OpSendSEImm:      {OpSendSEImm, RDMAPVersion2, false, QNSend, HeaderNone, 0, false, true, true},
-	OpSendSEInvImm:   {OpSendSEInvImm, RDMAPVersion2, false, QNSend, HeaderNone, 0, false, true, true},
+	OpWrite:          opTagged(OpWrite, RDMAPVersion1),
+	OpReadRequest:    opRequest(OpReadRequest, RDMAPVersion1, QNReadReq, HeaderReadRequest, ReadRequestLen),
+	OpReadResponse:   opTagged(OpReadResponse, RDMAPVersion1),
+	OpSend:           opSend(OpSend, RDMAPVersion1, false, false, false),
+	OpSendInv:        opSend(OpSendInv, RDMAPVersion1, true, false, false),
+	OpSendSE:         opSend(OpSendSE, RDMAPVersion1, false, true, false),
+	OpSendSEInv:      opSend(OpSendSEInv, RDMAPVersion1, true, true, false),
+	OpTerminate:      opRequest(OpTerminate, RDMAPVersion1, QNTerminate, HeaderTerminate, TermControlLen),
+	OpImmediate:      opRequest(OpImmediate, RDMAPVersion1, QNSend, HeaderImmediate, ImmediateDataLen),
+	OpImmediateSE:    opSolicited(opRequest(OpImmediateSE, RDMAPVersion1, QNSend, HeaderImmediate, ImmediateDataLen)),
+	OpAtomicRequest:  opRequest(OpAtomicRequest, RDMAPVersion1, QNReadReq, HeaderAtomicRequest, AtomicRequestLen),
+	OpAtomicResponse: opRequest(OpAtomicResponse, RDMAPVersion1, QNResponse, HeaderAtomicResponse, AtomicResponseLen),
+	OpReadV2Request:  opRequest(OpReadV2Request, RDMAPVersion2, QNReadReq, HeaderReadV2Request, ReadV2RequestLen),
+	OpReadV2Response: {Opcode: OpReadV2Response, MinVersion: RDMAPVersion2, QN: QNResponse, Payload: true},
+	OpSendImm:        opSend(OpSendImm, RDMAPVersion2, false, false, true),
+	OpSendInvImm:     opSend(OpSendInvImm, RDMAPVersion2, true, false, true),
+	OpSendSEImm:      opSend(OpSendSEImm, RDMAPVersion2, false, true, true),
+	OpSendSEInvImm:   opSend(OpSendSEInvImm, RDMAPVersion2, true, true, true),
+}
+
+// opTagged describes a tagged message: payload, any number of segments.
+func opTagged(op Opcode, rv uint8) OpInfo {
+	return OpInfo{Opcode: op, MinVersion: rv, Tagged: true, Payload: true}
+}
+
+// opRequest describes a single-segment untagged message made of its header.
+func opRequest(op Opcode, rv uint8, qn uint32, h HeaderKind, n int) OpInfo {
+	return OpInfo{Opcode: op, MinVersion: rv, QN: qn, Header: h, HeaderLen: n, SingleSegment: true}
+}
+
+// opSend describes a Send-type message on QN 0.
+func opSend(op Opcode, rv uint8, inv, se, imm bool) OpInfo {
+	return OpInfo{Opcode: op, MinVersion: rv, QN: QNSend, Payload: true,
+		Invalidate: inv, Solicited: se, ImmediateLast: imm}
+}
+
+func opSolicited(i OpInfo) OpInfo {
+	i.Solicited = true
+	return i
 }
 
 // LookupOpcode returns the wire description of op under RDMAP version rv,

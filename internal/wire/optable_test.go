@@ -17,28 +17,31 @@ func TestOpcodeTable(t *testing.T) {
 		single  bool
 		payload bool
 		immLast bool
+		inv, se bool
 	}{
-		{OpWrite, 1, true, 0, HeaderNone, 0, false, true, false},
-		{OpReadRequest, 1, false, 1, HeaderReadRequest, 28, true, false, false},
-		{OpReadResponse, 1, true, 0, HeaderNone, 0, false, true, false},
-		{OpSend, 1, false, 0, HeaderNone, 0, false, true, false},
-		{OpSendInv, 1, false, 0, HeaderNone, 0, false, true, false},
-		{OpSendSE, 1, false, 0, HeaderNone, 0, false, true, false},
-		{OpSendSEInv, 1, false, 0, HeaderNone, 0, false, true, false},
-		{OpTerminate, 1, false, 2, HeaderTerminate, 4, true, false, false},
-		{OpImmediate, 1, false, 0, HeaderImmediate, 8, true, false, false},
-		{OpImmediateSE, 1, false, 0, HeaderImmediate, 8, true, false, false},
-		{OpAtomicRequest, 1, false, 1, HeaderAtomicRequest, 52, true, false, false},
-		{OpAtomicResponse, 1, false, 3, HeaderAtomicResponse, 12, true, false, false},
-		{OpReadV2Request, 2, false, 1, HeaderReadV2Request, 16, true, false, false},
-		{OpReadV2Response, 2, false, 3, HeaderNone, 0, false, true, false},
-		{OpSendImm, 2, false, 0, HeaderNone, 0, false, true, true},
-		{OpSendInvImm, 2, false, 0, HeaderNone, 0, false, true, true},
-		{OpSendSEImm, 2, false, 0, HeaderNone, 0, false, true, true},
-		{OpSendSEInvImm, 2, false, 0, HeaderNone, 0, false, true, true},
+		{OpWrite, 1, true, 0, HeaderNone, 0, false, true, false, false, false},
+		{OpReadRequest, 1, false, 1, HeaderReadRequest, 28, true, false, false, false, false},
+		{OpReadResponse, 1, true, 0, HeaderNone, 0, false, true, false, false, false},
+		{OpSend, 1, false, 0, HeaderNone, 0, false, true, false, false, false},
+		{OpSendInv, 1, false, 0, HeaderNone, 0, false, true, false, true, false},
+		{OpSendSE, 1, false, 0, HeaderNone, 0, false, true, false, false, true},
+		{OpSendSEInv, 1, false, 0, HeaderNone, 0, false, true, false, true, true},
+		{OpTerminate, 1, false, 2, HeaderTerminate, 4, true, false, false, false, false},
+		{OpImmediate, 1, false, 0, HeaderImmediate, 8, true, false, false, false, false},
+		{OpImmediateSE, 1, false, 0, HeaderImmediate, 8, true, false, false, false, true},
+		{OpAtomicRequest, 1, false, 1, HeaderAtomicRequest, 52, true, false, false, false, false},
+		{OpAtomicResponse, 1, false, 3, HeaderAtomicResponse, 12, true, false, false, false, false},
+		{OpReadV2Request, 2, false, 1, HeaderReadV2Request, 16, true, false, false, false, false},
+		{OpReadV2Response, 2, false, 3, HeaderNone, 0, false, true, false, false, false},
+		{OpSendImm, 2, false, 0, HeaderNone, 0, false, true, true, false, false},
+		{OpSendInvImm, 2, false, 0, HeaderNone, 0, false, true, true, true, false},
+		{OpSendSEImm, 2, false, 0, HeaderNone, 0, false, true, true, false, true},
+		{OpSendSEInvImm, 2, false, 0, HeaderNone, 0, false, true, true, true, true},
 	}
 	for _, tc := range tests {
-		want := OpInfo{tc.op, tc.min, tc.tagged, tc.qn, tc.header, tc.hdrLen, tc.single, tc.payload, tc.immLast}
+		want := OpInfo{Opcode: tc.op, MinVersion: tc.min, Tagged: tc.tagged, QN: tc.qn, Header: tc.header,
+			HeaderLen: tc.hdrLen, SingleSegment: tc.single, Payload: tc.payload, ImmediateLast: tc.immLast,
+			Invalidate: tc.inv, Solicited: tc.se}
 		for rv := uint8(0); rv < 4; rv++ {
 			got, ok := LookupOpcode(rv, tc.op)
 			defined := rv == RDMAPVersion2 || (rv == RDMAPVersion1 && tc.min == 1)
