@@ -66,8 +66,9 @@ type Config struct {
 	// Timeout bounds the startup when the context has no earlier deadline
 	// (0 means DefaultInitiatorTimeout or DefaultResponderTimeout).
 	Timeout time.Duration
-	// MaxULPDU is the largest ULPDU to send in one FPDU (0 means the
-	// MULPDU derived from the connection's EMSS, RFC 5044 §5.1).
+	// MaxULPDU bounds the ULPDU_Length accepted from the peer in full
+	// operation (fpdu.Options.MaxULPDU; 0 means 65535). The size to send
+	// is Conn.MULPDU.
 	MaxULPDU int
 }
 

@@ -9,11 +9,14 @@
 //
 //   - frame.go, irdord.go, ext.go: byte codecs (ParseFrame/AppendFrame,
 //     ParseIRDORD/AppendIRDORD). Parsers never allocate and never panic.
-//   - negotiate*.go: the decisions as pure functions (BuildRequest,
+//   - negotiate*.go: the decisions as pure functions (RequestFrame,
 //     DecideResponder, DecideInitiator) so every row of the truth table in
 //     docs/mpa.md is a test case.
-//   - initiator.go, responder.go, rtr.go: startup over a net.Conn, bounded by
-//     a context, ending in an established *Conn.
+//   - initiator.go, responder.go, rtr.go, terminate.go, fallback.go: startup
+//     over a net.Conn, bounded by a context, ending in an established *Conn.
+//
+// docs/mpa.md has the negotiation truth tables (generated from the tests)
+// and every decision taken where the RFCs leave a choice.
 //
 // Violations found in received frames are *wire.ProtocolError values (the
 // Err* variables) carrying the LLP Terminate code of RFC 5044 §8 and RFC 6581

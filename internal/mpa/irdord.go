@@ -11,6 +11,9 @@ const (
 	irdSendRTR = 0x4000 // B, in the IRD word: zero-length Send RTR
 	ordWrRTR   = 0x8000 // C, in the ORD word: zero-length RDMA Write RTR
 	ordRdRTR   = 0x4000 // D, in the ORD word: zero-length RDMA Read RTR
+)
+
+const (
 	// IRDORDMax is the largest IRD or ORD the 14-bit fields carry. RFC 6581
 	// gives it no special meaning; Intel irdma reads it as "no IRD/ORD
 	// negotiation". A Responder of this package answers it with its own
