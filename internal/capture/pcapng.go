@@ -37,6 +37,7 @@ type PcapngReader struct {
 	order  binary.ByteOrder
 	ifaces []pcapngIface
 	frame  int
+	head   [12]byte // block head, kept here so reading it does not allocate
 	buf    []byte
 }
 
@@ -57,7 +58,7 @@ func NewPcapngReader(r io.Reader) (*PcapngReader, error) {
 // 8-byte head and the trailing length). A Section Header Block switches the
 // byte order and resets the interface list.
 func (p *PcapngReader) readBlock() (uint32, []byte, error) {
-	var head [12]byte
+	head := p.head[:]
 	n, err := io.ReadFull(p.r, head[:8])
 	if err != nil {
 		if n == 0 && errors.Is(err, io.EOF) {
