@@ -21,6 +21,8 @@ type Writer struct {
 	crcOn bool
 	m     markerStream
 	crc   uint32
+	// crcFrom: arena[crcFrom:] is covered by the CRC but not yet in crc.
+	crcFrom int
 
 	arena []byte      // ULPDU_Length, headers, PAD, CRC and markers of queued FPDUs
 	iov   net.Buffers // queued slices, in stream order
@@ -67,24 +69,28 @@ func (w *Writer) Append(hdr []byte, payload ...[]byte) error {
 		return ErrSendULPDUTooShort
 	}
 	w.crc = 0
+	w.crcFrom = len(w.arena)
 	w.m.startFPDU()
 	var lb [HeaderLen]byte
 	binary.BigEndian.PutUint16(lb[:], uint16(n))
-	w.emitCopy(lb[:], true)
-	w.emitCopy(hdr, true)
+	w.emitCopy(lb[:])
+	w.emitCopy(hdr)
 	for _, p := range payload {
 		if len(p) <= copyMax {
-			w.emitCopy(p, true)
+			w.emitCopy(p)
 		} else {
 			w.emitRef(p)
 		}
 	}
-	w.emitCopy(zeroPad[:PadLen(n)], true)
+	w.emitCopy(zeroPad[:PadLen(n)])
 	var tb [CRCLen]byte
 	if w.crcOn {
+		w.flushCRC()
 		binary.LittleEndian.PutUint32(tb[:], w.crc)
 	}
-	w.emitCopy(tb[:], false)
+	// The trailer (and a marker inside it) is not covered by the CRC:
+	// nothing flushes the arena's pending octets again in this FPDU.
+	w.emitCopy(tb[:])
 	return nil
 }
 
@@ -140,23 +146,33 @@ func (w *Writer) reset() {
 	w.arena = w.arena[:0]
 }
 
-// emitCopy appends b to the stream through the arena, inserting markers;
-// cover says whether b (and markers among it) count in the CRC.
-func (w *Writer) emitCopy(b []byte, cover bool) {
+// The CRC of an FPDU is computed lazily over the arena: the octets
+// arena[crcFrom:] are covered but not yet in crc. Payload pieces sent by
+// reference are added in stream order by emitRef, after flushing what
+// precedes them; so each FPDU costs one CRC call per referenced piece
+// plus one per run of arena octets.
+
+// flushCRC adds the pending arena octets to the CRC.
+func (w *Writer) flushCRC() {
+	if w.crcFrom < len(w.arena) {
+		w.crc = UpdateCRC32c(w.crc, w.arena[w.crcFrom:])
+		w.crcFrom = len(w.arena)
+	}
+}
+
+// emitCopy appends b to the stream through the arena, inserting markers.
+func (w *Writer) emitCopy(b []byte) {
 	for len(b) > 0 {
 		q := b
 		if w.m.on {
 			if w.m.due() {
-				w.emitMarker(cover)
+				w.emitMarker()
 			}
 			if r := w.m.room(); uint64(len(q)) > r {
 				q = q[:r]
 			}
 		}
-		a := w.pushArena(q)
-		if cover && w.crcOn {
-			w.crc = UpdateCRC32c(w.crc, a)
-		}
+		w.pushArena(q)
 		w.m.pos += uint64(len(q))
 		b = b[len(q):]
 	}
@@ -168,7 +184,7 @@ func (w *Writer) emitRef(b []byte) {
 		q := b
 		if w.m.on {
 			if w.m.due() {
-				w.emitMarker(true)
+				w.emitMarker()
 			}
 			if r := w.m.room(); uint64(len(q)) > r {
 				q = q[:r]
@@ -176,6 +192,7 @@ func (w *Writer) emitRef(b []byte) {
 		}
 		w.iov = append(w.iov, q)
 		if w.crcOn {
+			w.flushCRC()
 			w.crc = UpdateCRC32c(w.crc, q)
 		}
 		w.m.pos += uint64(len(q))
@@ -184,30 +201,24 @@ func (w *Writer) emitRef(b []byte) {
 }
 
 // emitMarker appends the marker due now.
-func (w *Writer) emitMarker(cover bool) {
+func (w *Writer) emitMarker() {
 	var mb [MarkerLen]byte
 	putMarker(mb[:], w.m.fpduptr())
-	a := w.pushArena(mb[:])
-	if cover && w.crcOn {
-		w.crc = UpdateCRC32c(w.crc, a)
-	}
+	w.pushArena(mb[:])
 	w.m.passMarker()
 }
 
 // pushArena copies b into the arena and queues it, extending the last
-// queued slice when it ends where b now starts. It returns the copy, so
-// that the CRC is computed over the arena and b itself never escapes.
-func (w *Writer) pushArena(b []byte) []byte {
+// queued slice when it ends where b now starts. b itself never escapes.
+func (w *Writer) pushArena(b []byte) {
 	start := len(w.arena)
 	w.arena = append(w.arena, b...)
-	a := w.arena[start:len(w.arena):cap(w.arena)]
 	if k := len(w.iov); k > 0 && start > 0 {
 		last := w.iov[k-1]
 		if n := len(last); n > 0 && cap(last) >= n+len(b) && &last[n-1] == &w.arena[start-1] {
 			w.iov[k-1] = last[:n+len(b)]
-			return a
+			return
 		}
 	}
-	w.iov = append(w.iov, a)
-	return a
+	w.iov = append(w.iov, w.arena[start:len(w.arena):cap(w.arena)])
 }
