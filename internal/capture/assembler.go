@@ -15,6 +15,11 @@ type Limits struct {
 	MaxPendingBytes    int // out-of-order bytes held per direction before declaring a gap
 	MaxPendingSegments int // out-of-order segments held per direction
 	MaxNotes           int // notes kept
+	// MaxTotalBytes bounds the bytes kept over all streams, and
+	// MaxTotalPending the out-of-order bytes held over all streams, so
+	// that many connections cannot multiply the per-stream limits.
+	MaxTotalBytes   int
+	MaxTotalPending int
 }
 
 // DefaultLimits are the limits used for zero fields.
@@ -24,6 +29,8 @@ var DefaultLimits = Limits{
 	MaxPendingBytes:    4 << 20,
 	MaxPendingSegments: 4096,
 	MaxNotes:           1000,
+	MaxTotalBytes:      256 << 20,
+	MaxTotalPending:    64 << 20,
 }
 
 func (l Limits) withDefaults() Limits {
@@ -42,6 +49,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxNotes > 0 {
 		d.MaxNotes = l.MaxNotes
+	}
+	if l.MaxTotalBytes > 0 {
+		d.MaxTotalBytes = l.MaxTotalBytes
+	}
+	if l.MaxTotalPending > 0 {
+		d.MaxTotalPending = l.MaxTotalPending
 	}
 	return d
 }
@@ -73,9 +86,15 @@ func keyOf(a, b netip.AddrPort) connKey {
 	return connKey{a, b}
 }
 
+// totals are the bytes kept and held over all streams of an Assembler.
+type totals struct {
+	kept, pending int
+}
+
 // Assembler follows TCP connections and reassembles their streams.
 type Assembler struct {
 	lim          Limits
+	tot          totals
 	conns        map[connKey]*Conn
 	all          []*Conn
 	Notes        []Note
@@ -135,8 +154,8 @@ func (a *Assembler) AddSegment(seg *Segment) {
 		}
 		c = &Conn{ID: len(a.all) + 1, A: seg.Src, B: seg.Dst, FirstFrm: seg.Frame}
 		c.SawSYN = isSYN
-		c.Dir[0] = &Stream{Src: seg.Src, Dst: seg.Dst, lim: &a.lim}
-		c.Dir[1] = &Stream{Src: seg.Dst, Dst: seg.Src, lim: &a.lim}
+		c.Dir[0] = &Stream{Src: seg.Src, Dst: seg.Dst, lim: &a.lim, tot: &a.tot}
+		c.Dir[1] = &Stream{Src: seg.Dst, Dst: seg.Src, lim: &a.lim, tot: &a.tot}
 		a.conns[k] = c
 		a.all = append(a.all, c)
 	}

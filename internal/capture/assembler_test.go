@@ -164,3 +164,21 @@ func TestAssemblerNotesFragments(t *testing.T) {
 		t.Fatalf("notes %v", a.Notes)
 	}
 }
+
+func TestReassemblyTotalLimits(t *testing.T) {
+	a := NewAssembler(Limits{MaxTotalBytes: 6, MaxTotalPending: 4})
+	for port := range uint16(2) {
+		src := netip.AddrPortFrom(cliV4.Addr(), 40000+port)
+		a.AddSegment(&Segment{Src: src, Dst: srvV4, Seq: 1, Flags: TCPSyn})
+		a.AddSegment(&Segment{Src: src, Dst: srvV4, Seq: 2, Flags: TCPAck, Payload: []byte("abcd")})
+		a.AddSegment(&Segment{Src: src, Dst: srvV4, Seq: 10, Flags: TCPAck, Payload: []byte("xyz")})
+	}
+	a.Flush()
+	c1, c2 := a.Conns()[0].Dir[0], a.Conns()[1].Dir[0]
+	if runsString(c1) != "[0:abcd]" || runsString(c2) != "[0:ab]" || !c1.Truncated || !c2.Truncated {
+		t.Errorf("total bytes limit: %s %v / %s %v", runsString(c1), c1.Truncated, runsString(c2), c2.Truncated)
+	}
+	if a.tot.pending != 0 || a.tot.kept != 6 {
+		t.Errorf("totals after flush: %+v", a.tot)
+	}
+}

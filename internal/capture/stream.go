@@ -45,7 +45,7 @@ type Stream struct {
 	Retransmitted int  // segments that carried only already-delivered bytes
 	Overlapping   int  // segments partly overlapping delivered bytes (trimmed)
 	OutOfOrder    int  // segments that arrived ahead of a hole and were held
-	Truncated     bool // MaxStreamBytes reached: later bytes were not kept
+	Truncated     bool // MaxStreamBytes or MaxTotalBytes reached: later bytes were not kept
 
 	started      bool
 	next         uint32 // sequence number of the next byte to deliver
@@ -54,6 +54,7 @@ type Stream struct {
 	pending      []pendingSeg
 	pendingBytes int
 	lim          *Limits
+	tot          *totals
 }
 
 type pendingSeg struct {
@@ -142,10 +143,11 @@ func (s *Stream) insert(seq uint32, data []byte, frame int, t time.Time) {
 		return
 	}
 	s.OutOfOrder++
-	for len(s.pending) > 0 && (s.pendingBytes+len(data) > s.lim.MaxPendingBytes || len(s.pending) >= s.lim.MaxPendingSegments) {
+	for len(s.pending) > 0 && (s.pendingBytes+len(data) > s.lim.MaxPendingBytes ||
+		len(s.pending) >= s.lim.MaxPendingSegments || s.tot.pending+len(data) > s.lim.MaxTotalPending) {
 		s.skipToPending()
 	}
-	if len(data) > s.lim.MaxPendingBytes {
+	if len(data) > s.lim.MaxPendingBytes || s.tot.pending+len(data) > s.lim.MaxTotalPending {
 		s.skip(uint32(rel))
 		s.deliver(data, frame, t)
 		s.drain()
@@ -153,13 +155,14 @@ func (s *Stream) insert(seq uint32, data []byte, frame int, t time.Time) {
 	}
 	s.pending = append(s.pending, pendingSeg{seq: seq, data: append([]byte(nil), data...), frame: frame, time: t})
 	s.pendingBytes += len(data)
+	s.tot.pending += len(data)
 }
 
 // deliver appends in-order bytes at s.next.
 func (s *Stream) deliver(data []byte, frame int, t time.Time) {
 	n := len(data)
 	if !s.Truncated {
-		room := s.lim.MaxStreamBytes - len(s.data)
+		room := min(s.lim.MaxStreamBytes-len(s.data), s.lim.MaxTotalBytes-s.tot.kept)
 		keep := min(n, max(room, 0))
 		if keep < n {
 			s.Truncated = true
@@ -167,6 +170,7 @@ func (s *Stream) deliver(data []byte, frame int, t time.Time) {
 		if keep > 0 {
 			s.Chunks = append(s.Chunks, Chunk{Off: s.nextOff, Len: keep, Frame: frame, Time: t, pos: len(s.data)})
 			s.data = append(s.data, data[:keep]...)
+			s.tot.kept += keep
 		}
 	}
 	s.next += uint32(n)
@@ -223,6 +227,7 @@ func (s *Stream) lowestPending() int {
 
 func (s *Stream) removePending(i int) {
 	s.pendingBytes -= len(s.pending[i].data)
+	s.tot.pending -= len(s.pending[i].data)
 	last := len(s.pending) - 1
 	s.pending[i] = s.pending[last]
 	s.pending[last] = pendingSeg{}
