@@ -375,3 +375,35 @@ rep: 4d 50 41 20 49 44 20 52 65 70 20 46 72 61 6d 65 00 01 00 00
 		t.Errorf("no streams: %v", err)
 	}
 }
+
+// TestGapResyncWithMarkers loses bytes inside the first FPDU of a stream
+// with markers: the decoder finds the second FPDU, whose header holds a
+// marker, by its stream position, and checks the markers after the gap.
+func TestGapResyncWithMarkers(t *testing.T) {
+	req, _ := hex.DecodeString("4d504120494420526571204672616d65c0010000")
+	rep, _ := hex.DecodeString("4d504120494420526570204672616d6540010000")
+	stream := vectorStream(t, "markers.tsv", false)
+	a, err := assembleText([]*textConn{{recs: []textRecord{
+		{initiator: true, off: -1, data: req},
+		{off: 0, data: rep},
+		{off: 20, data: stream[:100]},
+		{off: 20 + 200, data: stream[200:]},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := DecodeConn(a.Conns()[0], Options{})
+	st := c.Stats[1]
+	if st.Gaps != 1 || st.GapBytes != 100 || st.FPDUs != 3 || st.CRCGood != 2 || st.BadMarkers != 0 || st.Markers != 3 {
+		t.Errorf("stats %+v", st)
+	}
+	var offs []uint64
+	for _, it := range c.Items {
+		if it.Kind == KindFPDU && it.Dir == 1 && it.FPDUErr == nil {
+			offs = append(offs, it.Off)
+		}
+	}
+	if len(offs) != 2 || offs[0] != 20+1532 || offs[1] != 20+1660 {
+		t.Errorf("FPDUs after the gap at %v, want [1552 1680]", offs)
+	}
+}

@@ -35,6 +35,11 @@ import (
 // positions count from the first FPDU); a mid-connection capture with
 // markers will not resynchronise on FPDUs that contain one.
 
+// resyncBudget bounds the bytes one direction's resynchronisation may
+// decode while trying candidates, so that hostile input crafted to look like
+// FPDU headers everywhere cannot make the scan quadratic.
+const resyncBudget = 256 << 20
+
 // minFPDU is the smallest FPDU: ULPDU_Length, a 14-byte tagged header, CRC.
 const minFPDU = fpdu.HeaderLen + fpdu.MinULPDU + fpdu.CRCLen
 
@@ -42,6 +47,10 @@ const minFPDU = fpdu.HeaderLen + fpdu.MinULPDU + fpdu.CRCLen
 // i, or len(r.Data) and false when there is none.
 func (w *walker) resync(r capture.Run, i int) (int, bool) {
 	for j := i; j+minFPDU <= len(r.Data); j++ {
+		if w.budget > resyncBudget {
+			w.conn.Notes = append(w.conn.Notes, w.conn.Label(w.d)+": resynchronisation budget exhausted, rest of the stream skipped")
+			return len(r.Data), false
+		}
 		if w.candidate(r, j) {
 			return j, true
 		}
@@ -80,11 +89,23 @@ func plausibleULPDU(u []byte) bool {
 // 1-3, and settles an unknown CRC mode.
 func (w *walker) candidate(r capture.Run, j int) bool {
 	b := r.Data[j:]
+	off := r.Off + uint64(j)
 	if !w.markers && !plausibleHeader(b) {
 		return false
 	}
-	off := r.Off + uint64(j)
+	if w.markers {
+		// Check the header cheaply unless a marker falls inside it.
+		pos := w.streamOff(off)
+		next := (pos + fpdu.MarkerInterval - 1) / fpdu.MarkerInterval * fpdu.MarkerInterval
+		switch {
+		case next == pos && !plausibleHeader(b[min(fpdu.MarkerLen, len(b)):]):
+			return false
+		case next >= pos+minFPDU && !plausibleHeader(b):
+			return false
+		}
+	}
 	f, err := fpdu.DecodeFPDU(nil, b, w.streamOff(off), fpdu.Options{RecvMarkers: w.markers})
+	w.budget += uint64(f.Size)
 	if err != nil {
 		return false
 	}
@@ -118,6 +139,7 @@ func (w *walker) chain(r capture.Run, j int, f fpdu.Frame) bool {
 	}
 	rest := r.Data[k:]
 	g, err := fpdu.DecodeFPDU(nil, rest, w.streamOff(r.Off+uint64(k)), fpdu.Options{RecvMarkers: w.markers})
+	w.budget += uint64(g.Size)
 	if truncated(g, len(rest)) {
 		return w.markers || plausibleHeader(rest) || len(rest) < minFPDU
 	}

@@ -23,6 +23,7 @@ type walker struct {
 	baseKnown bool
 	pos       uint64 // next stream offset to decode
 	synced    bool   // an FPDU is known to start at pos
+	budget    uint64 // bytes decoded by resynchronisation so far
 }
 
 func (w *walker) stats() *DirStats { return &w.conn.Stats[w.d] }
