@@ -1,0 +1,5 @@
+//go:build !race
+
+package iwarp_test
+
+const raceEnabled = false
