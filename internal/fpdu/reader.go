@@ -44,6 +44,13 @@ type Reader struct {
 	err    error
 	tb     [8]byte // header, marker and trailer scratch
 
+	// Lazy CRC (CRC on, markers off): the staged octets st.buf[crcFrom:st.r]
+	// are covered by the CRC but not yet in crc; pend says this is in use.
+	// Small FPDUs then cost one CRC call over the staging buffer instead of
+	// one per Read.
+	pend    bool
+	crcFrom int
+
 	released bool // the Responder hold was released
 }
 
@@ -69,6 +76,8 @@ func (r *Reader) Next() (ulpduLen int, err error) {
 	}
 	start := r.m.pos
 	r.crc = 0
+	r.pend = r.crcOn && !r.m.on
+	r.crcFrom = r.st.r
 	r.m.startFPDU()
 	if r.m.due() {
 		err = r.marker(true)
@@ -157,6 +166,8 @@ func (r *Reader) End() error {
 	if err := r.take(r.tb[:pad], true); err != nil {
 		return r.fail(err)
 	}
+	r.flushCRC()
+	r.pend = false
 	want := r.crc
 	if err := r.take(r.tb[4:8], false); err != nil {
 		return r.fail(err)
@@ -179,9 +190,28 @@ func (r *Reader) fail(err error) error {
 		err = ErrTruncated
 	}
 	r.err = err
+	r.pend = false
 	r.st.drop()
 	r.release()
 	return err
+}
+
+// flushCRC adds the pending staged octets to the CRC (see pend).
+func (r *Reader) flushCRC() {
+	if r.pend && r.crcFrom < r.st.r {
+		r.crc = UpdateCRC32c(r.crc, r.st.buf[r.crcFrom:r.st.r])
+		r.crcFrom = r.st.r
+	}
+}
+
+// consume marks n staged octets as read, giving the buffer back to the
+// pool when it is empty.
+func (r *Reader) consume(n int) {
+	r.st.r += n
+	if r.st.r == r.st.w {
+		r.flushCRC()
+		r.st.drop()
+	}
 }
 
 // release ends the Responder rule's hold on the Writer, once.
@@ -207,8 +237,8 @@ func (r *Reader) take(p []byte, cover bool) error {
 				q = q[:room]
 			}
 		}
-		n, err := r.readRaw(q)
-		if cover && r.crcOn {
+		n, staged, err := r.readRaw(q)
+		if cover && r.crcOn && !(staged && r.pend) {
 			r.crc = UpdateCRC32c(r.crc, q[:n])
 		}
 		r.m.pos += uint64(n)
@@ -243,11 +273,10 @@ func (r *Reader) skip(n int) error {
 		if avail := r.st.w - r.st.r; q > avail {
 			q = avail
 		}
-		b := r.st.buf[r.st.r : r.st.r+q]
-		if r.crcOn {
-			r.crc = UpdateCRC32c(r.crc, b)
+		if r.crcOn && !r.pend {
+			r.crc = UpdateCRC32c(r.crc, r.st.buf[r.st.r:r.st.r+q])
 		}
-		r.st.consume(q)
+		r.consume(q)
 		r.m.pos += uint64(q)
 		n -= q
 	}
@@ -259,7 +288,7 @@ func (r *Reader) marker(cover bool) error {
 	want := r.m.fpduptr()
 	mb := r.tb[:MarkerLen]
 	for got := 0; got < MarkerLen; {
-		n, err := r.readRaw(mb[got:])
+		n, _, err := r.readRaw(mb[got:])
 		got += n
 		r.m.pos += uint64(n)
 		if err != nil {
@@ -280,19 +309,20 @@ func (r *Reader) marker(cover bool) error {
 // readRaw reads up to len(p) octets of the raw stream into p, at least one
 // unless it fails: from the staging buffer if it holds any, else straight
 // from the connection for a large p, else through a bulk read into the
-// staging buffer.
-func (r *Reader) readRaw(p []byte) (int, error) {
+// staging buffer. staged says whether they came from the staging buffer.
+func (r *Reader) readRaw(p []byte) (n int, staged bool, err error) {
 	if r.st.r == r.st.w {
 		if len(p) >= directMin {
-			return r.direct(p)
+			n, err = r.direct(p)
+			return n, false, err
 		}
 		if err := r.fillStage(len(p)); err != nil {
-			return 0, err
+			return 0, false, err
 		}
 	}
-	n := copy(p, r.st.buf[r.st.r:r.st.w])
-	r.st.consume(n)
-	return n, nil
+	n = copy(p, r.st.buf[r.st.r:r.st.w])
+	r.consume(n)
+	return n, true, nil
 }
 
 // fillStage reads into the empty staging buffer: as much as the socket
@@ -308,6 +338,7 @@ func (r *Reader) fillStage(need int) error {
 		n, err := r.nc.Read(r.st.buf[:limit])
 		if n > 0 {
 			r.st.r, r.st.w = 0, n
+			r.crcFrom = 0
 			return nil
 		}
 		if err == nil {
@@ -333,6 +364,7 @@ func (r *Reader) direct(p []byte) (int, error) {
 	n, extra, err := r.raw.readv(p, r.st.buf[:lookahead+16])
 	if extra > 0 {
 		r.st.r, r.st.w = 0, extra
+		r.crcFrom = 0
 	} else {
 		r.st.drop()
 	}

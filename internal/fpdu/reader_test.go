@@ -117,13 +117,19 @@ func TestReaderErrors(t *testing.T) {
 		{"markers expected", fp, Options{CRC: true, RecvMarkers: true}, ErrMarker},
 	}
 	for _, c := range cases {
-		r := NewConn(&memConn{in: c.stream}, c.opts).Reader()
-		_, err := readFPDUs(r, func(m int) int { return m }, false)
-		if !errors.Is(err, c.want) {
-			t.Errorf("%s: %v, want %v", c.name, err, c.want)
-		}
-		if _, err2 := r.Next(); err2 != err {
-			t.Errorf("%s: not sticky: %v", c.name, err2)
+		for seed := range uint64(6) {
+			mc := &memConn{in: c.stream}
+			if seed > 0 {
+				mc.split = randomSplit(seed)
+			}
+			r := NewConn(mc, c.opts).Reader()
+			_, err := readFPDUs(r, func(m int) int { return 1 + int(seed)*m/6 }, seed%2 == 1)
+			if !errors.Is(err, c.want) {
+				t.Errorf("%s seed %d: %v, want %v", c.name, seed, err, c.want)
+			}
+			if _, err2 := r.Next(); err2 != err {
+				t.Errorf("%s: not sticky: %v", c.name, err2)
+			}
 		}
 	}
 	// With CRC off a wrong trailer is never checked.
@@ -196,5 +202,33 @@ func TestReaderMisuse(t *testing.T) {
 	}
 	if r.Remaining() != 0 {
 		t.Errorf("Remaining %d", r.Remaining())
+	}
+}
+
+// TestReaderDetectsEveryFlip: with CRC on, flipping any one bit of a
+// stream of FPDUs of mixed sizes (PAD and trailer included) is an error,
+// whatever the read splits and Read sizes.
+func TestReaderDetectsEveryFlip(t *testing.T) {
+	var ulpdus [][]byte
+	for i, n := range []int{14, 15, 16, 17, 100, 1000, 31, 14} {
+		u := make([]byte, n)
+		for j := range u {
+			u[j] = byte(i*31 + j)
+		}
+		ulpdus = append(ulpdus, u)
+	}
+	for _, markers := range []bool{false, true} {
+		opts := Options{CRC: true, SendMarkers: markers, RecvMarkers: markers}
+		stream := writeStream(t, opts, ulpdus, 3)
+		for i := range stream {
+			bad := bytes.Clone(stream)
+			bad[i] ^= 1 << (i % 8)
+			r := NewConn(&memConn{in: bad, split: randomSplit(uint64(i))}, opts).Reader()
+			pr := rand.New(rand.NewPCG(uint64(i), 2))
+			got, err := readFPDUs(r, func(m int) int { return 1 + pr.IntN(m) }, i%3 == 0)
+			if err == io.EOF {
+				t.Fatalf("markers=%v: flip at %d undetected (%d FPDUs)", markers, i, len(got))
+			}
+		}
 	}
 }

@@ -47,12 +47,3 @@ func (s *stage) drop() {
 	}
 	s.r, s.w = 0, 0
 }
-
-// consume marks n staged octets as read, giving the buffer back to the
-// pool when it is empty.
-func (s *stage) consume(n int) {
-	s.r += n
-	if s.r == s.w {
-		s.drop()
-	}
-}
