@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/goiwarp/iwarp/internal/capture"
 	"github.com/goiwarp/iwarp/internal/decode"
@@ -97,6 +98,9 @@ func decodeFile(name string, w io.Writer, opts decode.Options, ro decode.RenderO
 		}
 		a, readErr = capture.ReadAll(r, capture.Limits{})
 	} else {
+		if !utf8.Valid(data) || bytes.IndexByte(data, 0) >= 0 {
+			return errNotDecodable
+		}
 		a, err = decode.ReadText(bytes.NewReader(data))
 		if errors.Is(err, decode.ErrNoStreams) {
 			fmt.Fprintf(w, "no byte streams in %s: %v\n", name, err)
@@ -120,7 +124,10 @@ func decodeFile(name string, w io.Writer, opts decode.Options, ro decode.RenderO
 		fmt.Fprintf(w, "note: %d connections beyond the limit were not followed\n", a.DroppedConns)
 	}
 	if readErr != nil {
-		fmt.Fprintf(w, "note: capture file damaged, decoded up to the damage: %v\n", readErr)
+		return fmt.Errorf("capture damaged after the packets decoded above: %w", readErr)
 	}
 	return nil
 }
+
+// errNotDecodable is returned for a file that is neither a capture nor text.
+var errNotDecodable = errors.New("not a pcap or pcapng capture, nor a vector or hex text")

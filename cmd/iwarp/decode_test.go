@@ -108,4 +108,26 @@ func TestDecodeErrors(t *testing.T) {
 	if st := runDecode([]string{bad}, &out, &errOut); st != 1 {
 		t.Errorf("malformed vector file: exit %d, want 1", st)
 	}
+	binary := filepath.Join(t.TempDir(), "x.bin")
+	if err := os.WriteFile(binary, []byte{0, 1, 2, 0xff, 0xfe}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if st := runDecode([]string{binary}, &out, &errOut); st != 1 {
+		t.Errorf("binary file: exit %d, want 1", st)
+	}
+	// A capture cut inside a packet: what was read is printed, exit 1.
+	pcap, err := os.ReadFile(filepath.Join(sharedDir, "interop/captures/f_eth0.pcap"))
+	if err != nil {
+		t.Skip(err)
+	}
+	cut := filepath.Join(t.TempDir(), "cut.pcap")
+	if err := os.WriteFile(cut, pcap[:len(pcap)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	errOut.Reset()
+	if st := runDecode([]string{cut}, &out, &errOut); st != 1 || !strings.Contains(out.String(), "MPA Request") ||
+		!strings.Contains(errOut.String(), "damaged") {
+		t.Errorf("cut capture: exit %d, output %q, errors %q", st, out.String(), errOut.String())
+	}
 }

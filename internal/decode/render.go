@@ -117,11 +117,11 @@ func mpaLine(b *strings.Builder, it *Item, ro RenderOptions) {
 		fmt.Fprintf(b, "MPA frame (%d bytes) ERROR: %v", it.Size, it.MPAErr)
 		return
 	}
-	kind := "Request"
+	kind, key := "Request", mpa.RequestKey
 	if f.Reply {
-		kind = "Reply"
+		kind, key = "Reply", mpa.ReplyKey
 	}
-	fmt.Fprintf(b, "MPA %s rev=%d flags=0x%02x[%s] pd_len=%d", kind, f.Rev, uint8(f.Flags), flagNames(f.Flags), len(f.PrivateData))
+	fmt.Fprintf(b, "MPA %s key=%q rev=%d flags=0x%02x[%s] pd_len=%d", kind, key, f.Rev, uint8(f.Flags), flagNames(f.Flags), len(f.PrivateData))
 	if blk, ok := f.IRDORD(); ok {
 		fmt.Fprintf(b, " IRD=%d ORD=%d P2P=%d RTR=%s", blk.IRD, blk.ORD, bit(blk.P2P), blk.RTR)
 	}
@@ -337,7 +337,7 @@ func crcField(b *strings.Builder, it *Item) {
 	case it.CRCMode.Checked():
 		fmt.Fprintf(b, " crc=BAD(got 0x%08x, computed 0x%08x)", f.CRC, f.ComputedCRC)
 	default:
-		fmt.Fprintf(b, " crc=off(0x%08x)", f.CRC)
+		fmt.Fprintf(b, " crc=not-negotiated(0x%08x)", f.CRC)
 	}
 	switch it.CRCMode {
 	case CRCAssumedOn:
