@@ -17,6 +17,8 @@ type Device struct {
 	table  *mem.Table
 	nextPD atomic.Uint32
 
+	ev events
+
 	mu     sync.Mutex
 	closed bool
 }
@@ -51,7 +53,7 @@ var ErrClosed = errors.New("iwarp: closed")
 
 // NewDevice opens a software RNIC.
 func NewDevice(cfg *DeviceConfig) *Device {
-	d := &Device{}
+	d := &Device{ev: events{ch: make(chan Event, eventBuffer)}}
 	if cfg != nil {
 		d.cfg = *cfg
 	}

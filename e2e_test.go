@@ -202,3 +202,23 @@ func TestPublicAPITerminate(t *testing.T) {
 		t.Fatalf("requester error %v", err)
 	}
 }
+
+func TestEvents(t *testing.T) {
+	a, b := connectPair(t, nil, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.qp.Disconnect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := map[*iwarp.QP]iwarp.EventType{a.qp: iwarp.EventDisconnected, b.qp: iwarp.EventPeerDisconnected}
+	for _, ep := range []*endpoint{a, b} {
+		select {
+		case ev := <-ep.dev.Events():
+			if ev.QP != ep.qp || ev.Type != want[ep.qp] {
+				t.Errorf("event %v for %p, want %v", ev.Type, ev.QP, want[ep.qp])
+			}
+		case <-ctx.Done():
+			t.Fatal("no event")
+		}
+	}
+}

@@ -116,7 +116,7 @@ func (pd *PD) NewQP(cfg *QPConfig) (*QP, error) {
 	e, err := engine.New(engine.Config{
 		Table: pd.dev.table, PD: pd.id, SendCQ: c.SendCQ.e, RecvCQ: c.RecvCQ.e,
 		SQDepth: c.SendQueueDepth, RQDepth: c.RecvQueueDepth, MaxSGE: c.MaxSGE, MaxInline: c.MaxInline,
-		OpTimeout: opTimeout,
+		OpTimeout: opTimeout, OnDone: pd.dev.qpDone,
 	})
 	if err != nil {
 		if errors.Is(err, engine.ErrCQFull) {

@@ -99,9 +99,13 @@ func (qp *QP) teardown() {
 		}
 	}
 	_ = qp.conn.Close()
+	qp.stopWatchdog()
 	qp.takeTxRole()
 	qp.flushAll()
 	close(qp.done)
+	if qp.cfg.OnDone != nil {
+		qp.cfg.OnDone(qp)
+	}
 }
 
 // takeTxRole waits until no goroutine transmits and keeps the role, so

@@ -69,6 +69,10 @@ type Config struct {
 	// DrainTimeout bounds how long input is read and discarded after a
 	// Terminate is sent, before the connection is closed.
 	DrainTimeout time.Duration
+	// OnDone, if set, is called once the QP has been torn down (on the
+	// receive goroutine, after every WR was flushed): the asynchronous
+	// event "QP fatal / disconnected". It must not block.
+	OnDone func(*QP)
 }
 
 // Params are what connection setup negotiated, handed to Start.
@@ -123,6 +127,7 @@ type QP struct {
 
 	tx txState
 	rx rxState
+	wd watchdog
 
 	termDue  *TerminateError // guarded by mu: a Terminate for the transmit role to send
 	termSent chan struct{}   // closed once it was sent
@@ -231,6 +236,7 @@ func (qp *QP) Start(c *fpdu.Conn, p Params) error {
 	qp.orq = newRing[uint64](p.ORD)
 	qp.irq = newRing[irqEntry](p.IRD)
 	qp.mu.Unlock()
+	qp.startWatchdog()
 	go qp.rxLoop()
 	go qp.txLoop()
 	// Work posted before the connection was up goes out now.

@@ -63,7 +63,10 @@ func (qp *QP) rxLoop() {
 	for {
 		n, err := r.Next()
 		if err == nil {
+			qp.wd.inFPDU.Store(true)
 			err = qp.rxFPDU(r, n)
+			qp.wd.inFPDU.Store(false)
+			qp.wd.progress.Add(1)
 		}
 		if err != nil {
 			qp.rxFailed(err)

@@ -1,0 +1,82 @@
+package iwarp
+
+import (
+	"errors"
+	"sync/atomic"
+
+	"github.com/goiwarp/iwarp/internal/engine"
+)
+
+// EventType says what an asynchronous event reports.
+type EventType uint8
+
+// Asynchronous events (verbs' ibv_get_async_event, rdma_cm's disconnect
+// events).
+const (
+	// EventQPFatal: the QP's stream failed: a Terminate was sent or
+	// received (Event.Err is a *TerminateError) or the connection broke.
+	EventQPFatal EventType = iota + 1
+	// EventPeerDisconnected: the peer closed the connection.
+	EventPeerDisconnected
+	// EventDisconnected: an orderly Disconnect of this side completed.
+	EventDisconnected
+	// EventQPClosed: the QP was closed locally.
+	EventQPClosed
+)
+
+var eventNames = [...]string{EventQPFatal: "QP fatal", EventPeerDisconnected: "peer disconnected",
+	EventDisconnected: "disconnected", EventQPClosed: "QP closed"}
+
+// String names the event type.
+func (t EventType) String() string {
+	if int(t) < len(eventNames) && eventNames[t] != "" {
+		return eventNames[t]
+	}
+	return "event?"
+}
+
+// Event is an asynchronous event of a QP: it has been torn down, every work
+// request completed or flushed, and Err says why.
+type Event struct {
+	Type EventType
+	QP   *QP
+	Err  error
+}
+
+const eventBuffer = 256
+
+type events struct {
+	ch      chan Event
+	dropped atomic.Uint64
+}
+
+// Events returns the Device's asynchronous event channel. It buffers 256
+// events; events that find it full are dropped and counted (DroppedEvents):
+// the engine never blocks on a slow reader. QP.Done and QP.Err give the
+// same information per QP.
+func (d *Device) Events() <-chan Event { return d.ev.ch }
+
+// DroppedEvents returns how many events found the channel full.
+func (d *Device) DroppedEvents() uint64 { return d.ev.dropped.Load() }
+
+// qpDone is the engine's teardown callback.
+func (d *Device) qpDone(eqp *engine.QP) {
+	qp, _ := eqp.User.(*QP)
+	err := eqp.Err()
+	ev := Event{QP: qp, Err: wrapEngineError(err)}
+	switch {
+	case errors.Is(err, engine.ErrLocallyClosed):
+		ev.Type = EventQPClosed
+	case errors.Is(err, engine.ErrDisconnected):
+		ev.Type = EventDisconnected
+	case errors.Is(err, engine.ErrPeerDisconnected):
+		ev.Type = EventPeerDisconnected
+	default:
+		ev.Type = EventQPFatal
+	}
+	select {
+	case d.ev.ch <- ev:
+	default:
+		d.ev.dropped.Add(1)
+	}
+}
