@@ -2,6 +2,7 @@ package decode
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"slices"
 
@@ -93,10 +94,19 @@ func startFrame(s *capture.Stream) (st start) {
 	}
 	st.ok = true
 	st.f, st.size, st.err = mpa.ParseFrame(data, 0)
-	if st.err != nil {
-		st.size = min(len(data), mpa.HeaderLen)
-		if errors.Is(st.err, mpa.ErrShortFrame) {
-			st.size = len(data)
+	if st.err == nil {
+		return st
+	}
+	// Keep the raw header for display, and step over the private data
+	// the header announces when there is a sane amount of it.
+	st.raw = data[:min(len(data), mpa.HeaderLen)]
+	st.size = len(st.raw)
+	switch {
+	case errors.Is(st.err, mpa.ErrShortFrame):
+		st.size = len(data)
+	case len(st.raw) == mpa.HeaderLen:
+		if pd := int(binary.BigEndian.Uint16(st.raw[18:])); pd <= mpa.MaxPrivateData {
+			st.size = min(len(data), mpa.HeaderLen+pd)
 		}
 	}
 	return st
@@ -109,6 +119,7 @@ type start struct {
 	f     mpa.Frame
 	size  int
 	err   error
+	raw   []byte // the header bytes of a frame ParseFrame rejected
 }
 
 // DecodeConn decodes one reassembled connection.
@@ -122,7 +133,7 @@ func DecodeConn(c *capture.Conn, opts Options) *Conn {
 		}
 		dc.MPA = true
 		f := st[d].f
-		it := Item{Kind: KindMPA, Conn: c.ID, Dir: d, Size: uint64(st[d].size), MPA: f, MPAErr: st[d].err}
+		it := Item{Kind: KindMPA, Conn: c.ID, Dir: d, Size: uint64(st[d].size), MPA: f, MPAErr: st[d].err, MPARaw: st[d].raw}
 		it.Frame = frameAt(s, uint64(max(st[d].size, 1)-1))
 		if st[d].err == nil {
 			fc := f

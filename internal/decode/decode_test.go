@@ -3,6 +3,7 @@ package decode
 import (
 	"bytes"
 	"encoding/hex"
+	"errors"
 	"net/netip"
 	"os"
 	"strings"
@@ -405,5 +406,66 @@ func TestGapResyncWithMarkers(t *testing.T) {
 	}
 	if len(offs) != 2 || offs[0] != 20+1532 || offs[1] != 20+1660 {
 		t.Errorf("FPDUs after the gap at %v, want [1552 1680]", offs)
+	}
+}
+
+// TestBadMPAFrames: frames with an MPA key that fail to parse are shown
+// with their raw header and the error, and the private data they announce
+// is stepped over.
+func TestBadMPAFrames(t *testing.T) {
+	text := `req: 4d 50 41 20 49 44 20 52 65 71 20 46 72 61 6d 65 40 05 00 00
+rep: 4d 50 41 20 49 44 20 52 65 70 20 46 72 61 6d 65 40 01 03 00 41
+req: 4d 50 41 20 49 44 20 52 65 71 20 46 72 61 6d 65 10 02 00 02 00 01
+req: 4d 50 41 20 49 44 20 52 65 71 20
+`
+	a, err := ReadText(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	var conns []*Conn
+	for _, c := range a.Conns() {
+		conns = append(conns, DecodeConn(c, Options{}))
+	}
+	Render(&out, conns, RenderOptions{Payload: 4})
+	for _, want := range []string{
+		`MPA frame key="MPA ID Req Frame" rev=5 flags=0x40[C] pd_len=0 (20 bytes) ERROR: unsupported MPA Rev`,
+		`MPA frame key="MPA ID Rep Frame" rev=1 flags=0x40[C] pd_len=768 (20 bytes) ERROR: MPA private data too long`,
+		`pd_len=2 (22 bytes) ERROR: MPA private data too short for the IRD/ORD block`,
+		`MPA frame key="MPA ID Req " (11 bytes) ERROR: MPA frame truncated`,
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestV2NotNegotiated: RV=2 frames after a startup without the V2 bit are
+// decoded (RV decides the opcode width) and flagged as an invalid RDMAP
+// version, as a receiver would Terminate them.
+func TestV2NotNegotiated(t *testing.T) {
+	req, _ := hex.DecodeString("4d504120494420526571204672616d6540010000")
+	rep, _ := hex.DecodeString("4d504120494420526570204672616d6540010000")
+	stream := vectorStream(t, "v2.tsv", true)
+	a, err := assembleText([]*textConn{{recs: []textRecord{
+		{initiator: true, off: -1, data: append(req, stream...)},
+		{off: -1, data: rep},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := DecodeConn(a.Conns()[0], Options{})
+	n := 0
+	for _, it := range c.Items {
+		if it.Kind != KindFPDU {
+			continue
+		}
+		n++
+		if !errors.Is(it.CheckErr, wire.ErrInvalidRDMAPVersion) || !it.CRCGood() || it.ULPDUErr != nil {
+			t.Errorf("%v at %d: check %v", it.ULPDU.Opcode, it.Off, it.CheckErr)
+		}
+	}
+	if n != 7 {
+		t.Errorf("%d FPDUs, want 7", n)
 	}
 }

@@ -54,6 +54,9 @@ type Item struct {
 	// KindMPA.
 	MPA    mpa.Frame
 	MPAErr error
+	// MPARaw is the header (up to 20 bytes) of a frame that failed to
+	// parse, shown as read.
+	MPARaw []byte
 
 	// KindFPDU.
 	FPDU     fpdu.Frame

@@ -113,8 +113,8 @@ func Line(c *Conn, it *Item, ro RenderOptions) string {
 
 func mpaLine(b *strings.Builder, it *Item, ro RenderOptions) {
 	f := &it.MPA
-	if it.MPAErr != nil && f.Rev == 0 && f.Flags == 0 {
-		fmt.Fprintf(b, "MPA frame (%d bytes) ERROR: %v", it.Size, it.MPAErr)
+	if it.MPAErr != nil {
+		mpaRawLine(b, it)
 		return
 	}
 	kind, key := "Request", mpa.RequestKey
@@ -134,6 +134,18 @@ func mpaLine(b *strings.Builder, it *Item, ro RenderOptions) {
 	if it.MPAErr != nil {
 		fmt.Fprintf(b, " ERROR: %v", it.MPAErr)
 	}
+}
+
+// mpaRawLine shows the header of a frame that failed to parse as read.
+func mpaRawLine(b *strings.Builder, it *Item) {
+	raw := it.MPARaw
+	n := min(len(raw), len(mpa.RequestKey))
+	fmt.Fprintf(b, "MPA frame key=%q", raw[:n])
+	if len(raw) >= mpa.HeaderLen {
+		fl := mpa.Flags(raw[16])
+		fmt.Fprintf(b, " rev=%d flags=0x%02x[%s] pd_len=%d", raw[17], raw[16], flagNames(fl), int(raw[18])<<8|int(raw[19]))
+	}
+	fmt.Fprintf(b, " (%d bytes) ERROR: %v", it.Size, it.MPAErr)
 }
 
 // flagNames names the set flag bits: M C R H, and the reserved nibble.
