@@ -469,3 +469,19 @@ func TestV2NotNegotiated(t *testing.T) {
 		t.Errorf("%d FPDUs, want 7", n)
 	}
 }
+
+// TestReplyNotCaptured: with only the Request captured and C clear in it,
+// the first FPDU decides whether the Reply turned CRCs on.
+func TestReplyNotCaptured(t *testing.T) {
+	req, _ := hex.DecodeString("4d504120494420526571204672616d6500010000")
+	a, err := assembleText([]*textConn{{recs: []textRecord{
+		{initiator: true, off: -1, data: append(req, vectorStream(t, "fpdus.tsv", true)...)},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := DecodeConn(a.Conns()[0], Options{})
+	if c.Startup || c.CRCDir[0] != CRCAssumedOn || c.Stats[0].CRCGood != 9 || c.Stats[0].Errors != 0 {
+		t.Errorf("startup %v CRC %v stats %+v", c.Startup, c.CRCDir[0], c.Stats[0])
+	}
+}

@@ -97,6 +97,14 @@ func (w *walker) run(r capture.Run, last bool) {
 		}
 		src := r.Data[i:]
 		f, err := fpdu.DecodeFPDU(nil, src, w.streamOff(r.Off+uint64(i)), w.options())
+		if w.crc == CRCUnknown && !truncated(f, len(src)) {
+			// One MPA frame is missing: the first whole FPDU decides.
+			w.crc = CRCAssumedOff
+			if f.CRC == f.ComputedCRC {
+				w.crc = CRCAssumedOn
+			}
+			f, err = fpdu.DecodeFPDU(nil, src, w.streamOff(r.Off+uint64(i)), w.options())
+		}
 		it := w.item(r.Off+uint64(i), f, err)
 		if truncated(f, len(src)) {
 			it.FPDUErr = fpdu.ErrTruncated
