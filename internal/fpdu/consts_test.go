@@ -20,16 +20,16 @@ func TestMULPDU(t *testing.T) {
 		markers bool
 		want    int
 	}{
-		{1460, false, 1454},         // 1460 - (6 + 0)
-		{1460, true, 1442},          // 1460 - (6 + 4*3 + 0)
-		{1448, false, 1442},         // 1448 - 6 (timestamps on)
-		{1448, true, 1430},          // 1448 - (6 + 4*3)
-		{9000 - 40, false, 8954},    // jumbo frames
-		{9000 - 40, true, 8882},     // 8960 - (6 + 4*18)
-		{65483, false, 65474},       // loopback: 65483 - (6 + 3)
+		{1460, false, 1454},      // 1460 - (6 + 0)
+		{1460, true, 1442},       // 1460 - (6 + 4*3 + 0)
+		{1448, false, 1442},      // 1448 - 6 (timestamps on)
+		{1448, true, 1430},       // 1448 - (6 + 4*3)
+		{9000 - 40, false, 8954}, // jumbo frames
+		{9000 - 40, true, 8882},  // 8960 - (6 + 4*18)
+		{65483, false, 65474},    // loopback: 65483 - (6 + 3)
 		{65483, true, 65474 - 4*128},
-		{1 << 20, false, 65534},     // clamped: the largest length without PAD
-		{10, false, MinULPDU},       // clamped below
+		{1 << 20, false, 65534}, // clamped: the largest length without PAD
+		{10, false, MinULPDU},   // clamped below
 	}
 	for _, c := range cases {
 		got := MULPDU(c.emss, c.markers)
