@@ -26,6 +26,7 @@ func init() {
 // portList is a repeatable or comma-separated -port flag.
 type portList []uint16
 
+// String returns the ports comma-separated (flag.Value).
 func (p *portList) String() string {
 	s := make([]string, len(*p))
 	for i, v := range *p {
@@ -34,6 +35,7 @@ func (p *portList) String() string {
 	return strings.Join(s, ",")
 }
 
+// Set adds one or more comma-separated ports (flag.Value).
 func (p *portList) Set(v string) error {
 	for f := range strings.SplitSeq(v, ",") {
 		n, err := strconv.ParseUint(strings.TrimSpace(f), 10, 16)
