@@ -182,3 +182,17 @@ func TestReassemblyTotalLimits(t *testing.T) {
 		t.Errorf("totals after flush: %+v", a.tot)
 	}
 }
+
+// TestReassemblyForcedGapOvertakes: forcing a gap can deliver held bytes
+// past a segment that was itself ahead of the hole when it arrived.
+func TestReassemblyForcedGapOvertakes(t *testing.T) {
+	a := assemble(Limits{MaxPendingSegments: 1},
+		seg{true, 1, TCPSyn, ""},
+		seg{true, 10, TCPAck, "0123456789"}, // held: bytes 2..9 missing
+		seg{true, 15, TCPAck, "56789abc"},   // forces the gap; then overlaps
+	)
+	s := a.Conns()[0].Dir[0]
+	if got := runsString(s); got != "[8:0123456789abc]" || len(s.Gaps) != 1 || s.Gaps[0] != (Gap{Off: 0, Len: 8}) {
+		t.Errorf("stream %s gaps %v", got, s.Gaps)
+	}
+}

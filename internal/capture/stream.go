@@ -147,6 +147,12 @@ func (s *Stream) insert(seq uint32, data []byte, frame int, t time.Time) {
 		len(s.pending) >= s.lim.MaxPendingSegments || s.tot.pending+len(data) > s.lim.MaxTotalPending) {
 		s.skipToPending()
 	}
+	if rel = int32(seq - s.next); rel <= 0 {
+		// Declaring gaps delivered held bytes up to or past this segment.
+		s.OutOfOrder--
+		s.insert(seq, data, frame, t)
+		return
+	}
 	if len(data) > s.lim.MaxPendingBytes || s.tot.pending+len(data) > s.lim.MaxTotalPending {
 		s.skip(uint32(rel))
 		s.deliver(data, frame, t)
