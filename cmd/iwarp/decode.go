@@ -52,7 +52,7 @@ func runDecode(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("decode", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	payload := fs.Int("payload", 16, "payload and private data bytes shown in hex (0: none)")
-	verbose := fs.Bool("v", false, "also list TCP connections that are not iWARP, and capture notes")
+	verbose := fs.Bool("v", false, "also list the TCP connections that are not iWARP")
 	var ports portList
 	fs.Var(&ports, "port", "decode connections on this TCP `port` as MPA even without a captured startup (repeatable, comma-separated)")
 	fs.Usage = func() {
@@ -117,10 +117,11 @@ func decodeFile(name string, w io.Writer, opts decode.Options, ro decode.RenderO
 		conns = append(conns, decode.DecodeConn(c, opts))
 	}
 	decode.Render(w, conns, ro)
-	if ro.Verbose {
-		for _, n := range a.Notes {
-			fmt.Fprintf(w, "note: frame %d: %s\n", n.Frame, n.Text)
-		}
+	for _, n := range a.Notes {
+		fmt.Fprintf(w, "note: frame %d: %s\n", n.Frame, n.Text)
+	}
+	if a.DroppedNotes > 0 {
+		fmt.Fprintf(w, "note: %d more notes not shown\n", a.DroppedNotes)
 	}
 	if a.DroppedConns > 0 {
 		fmt.Fprintf(w, "note: %d connections beyond the limit were not followed\n", a.DroppedConns)

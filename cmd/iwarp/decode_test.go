@@ -2,12 +2,17 @@ package main
 
 import (
 	"bytes"
+	"encoding/hex"
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/goiwarp/iwarp/internal/capture"
 )
 
 // The -update flag regenerates testdata/decode/*.golden:
@@ -129,5 +134,60 @@ func TestDecodeErrors(t *testing.T) {
 	if st := runDecode([]string{cut}, &out, &errOut); st != 1 || !strings.Contains(out.String(), "MPA Request") ||
 		!strings.Contains(errOut.String(), "damaged") {
 		t.Errorf("cut capture: exit %d, output %q, errors %q", st, out.String(), errOut.String())
+	}
+}
+
+// TestDecodeFlags: -v lists connections that are not iWARP, -port decodes a
+// mid-connection CRC-off stream, -payload sets the preview, and capture
+// notes (an IP fragment) are always printed.
+func TestDecodeFlags(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "x.pcap")
+	var buf bytes.Buffer
+	w, err := capture.NewPcapWriter(&buf, capture.LinkEthernet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	web := &capture.Flow{W: w, Time: at, Client: netip.MustParseAddrPort("192.0.2.1:40000"), Server: netip.MustParseAddrPort("192.0.2.2:80")}
+	if err := web.Open(); err != nil {
+		t.Fatal(err)
+	}
+	if err := web.Send(0, []byte("GET / HTTP/1.0\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	// A CRC-off Send from the middle of an MPA connection on port 7000.
+	send, _ := hex.DecodeString("00224143000000000000000000000001000000000000000000000000000000000000000000000000")
+	frame := capture.AppendTCPFrame(nil, &capture.TCPFrame{Src: netip.MustParseAddrPort("192.0.2.3:41000"),
+		Dst: netip.MustParseAddrPort("192.0.2.4:7000"), Seq: 777, Flags: capture.TCPAck, Payload: send})
+	if err := w.WritePacket(at, frame); err != nil {
+		t.Fatal(err)
+	}
+	frag := append([]byte(nil), frame...)
+	frag[14+6] = 0x20 // IPv4 MF
+	if err := w.WritePacket(at, frag); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if st := runDecode(append(args, file), &out, &errOut); st != 0 {
+			t.Fatalf("%v: exit %d: %s", args, st, errOut.String())
+		}
+		return out.String()
+	}
+	plain := run()
+	if strings.Contains(plain, ":80") || strings.Contains(plain, "Send") || !strings.Contains(plain, "IP fragment 192.0.2.3 -> 192.0.2.4 not reassembled") {
+		t.Errorf("default output:\n%s", plain)
+	}
+	if v := run("-v"); !strings.Contains(v, "192.0.2.2:80, not iWARP") {
+		t.Errorf("-v output:\n%s", v)
+	}
+	p := run("-port", "7000", "-payload", "2")
+	if !strings.Contains(p, "Send(0x3) QN=0 MSN=1 MO=0 payload=16 data=0000..") || !strings.Contains(p, "[assumed off]") {
+		t.Errorf("-port output:\n%s", p)
 	}
 }

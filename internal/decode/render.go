@@ -12,8 +12,7 @@ type RenderOptions struct {
 	// Payload is the number of payload (and private data) bytes shown in
 	// hex; more are marked with "..". 0 shows none.
 	Payload int
-	// Verbose also lists connections that are not iWARP and the capture
-	// notes.
+	// Verbose also lists the connections that are not iWARP.
 	Verbose bool
 }
 
