@@ -150,25 +150,31 @@ func fill(b []byte, seed byte) {
 	}
 }
 
-func regOrEmpty(pd *iwarp.PD, n int, acc iwarp.Access) (*iwarp.MR, []byte, error) {
+// regOrEmpty registers n bytes (at least 1: a region cannot be empty),
+// filled with fill(seed) first when seed is not 0. Memory a peer reads must
+// be written before it is registered, or before some other synchronisation
+// with the QP (docs/semantics.md).
+func regOrEmpty(pd *iwarp.PD, n int, acc iwarp.Access, seed byte) (*iwarp.MR, []byte, error) {
 	buf := make([]byte, max(n, 1))
+	if seed != 0 {
+		fill(buf[:n], seed)
+	}
 	mr, err := pd.RegisterMemory(buf, acc)
 	return mr, buf[:n], err
 }
 
 // demoSend sends n bytes; the responder verifies what its receive got.
 func demoSend(ctx context.Context, from, to *demoSide, n int) (time.Duration, error) {
-	rmr, rbuf, err := regOrEmpty(to.pd, n, iwarp.AccessLocalWrite)
+	rmr, rbuf, err := regOrEmpty(to.pd, n, iwarp.AccessLocalWrite, 0)
 	if err != nil {
 		return 0, err
 	}
 	defer rmr.Deregister(ctx)
-	smr, sbuf, err := regOrEmpty(from.pd, n, 0)
+	smr, sbuf, err := regOrEmpty(from.pd, n, 0, 0x11)
 	if err != nil {
 		return 0, err
 	}
 	defer smr.Deregister(ctx)
-	fill(sbuf, 0x11)
 	if err := to.qp.PostRecv(iwarp.RecvWR{ID: 1, SGL: []iwarp.SGE{rmr.SGE(0, n)}}); err != nil {
 		return 0, err
 	}
@@ -194,18 +200,17 @@ func demoSend(ctx context.Context, from, to *demoSide, n int) (time.Duration, er
 // responder proves the Write was placed (RFC 5040 §5.5), and only then does
 // the responder look at its memory.
 func demoWrite(ctx context.Context, from, to *demoSide, n int) (time.Duration, error) {
-	tmr, tbuf, err := regOrEmpty(to.pd, n, iwarp.AccessRemoteWrite)
+	tmr, tbuf, err := regOrEmpty(to.pd, n, iwarp.AccessRemoteWrite, 0)
 	if err != nil {
 		return 0, err
 	}
 	defer tmr.Deregister(ctx)
-	smr, sbuf, err := regOrEmpty(from.pd, n, 0)
+	smr, sbuf, err := regOrEmpty(from.pd, n, 0, 0x22)
 	if err != nil {
 		return 0, err
 	}
 	defer smr.Deregister(ctx)
-	fill(sbuf, 0x22)
-	nmr, _, err := regOrEmpty(to.pd, 0, iwarp.AccessLocalWrite)
+	nmr, _, err := regOrEmpty(to.pd, 0, iwarp.AccessLocalWrite, 0)
 	if err != nil {
 		return 0, err
 	}
@@ -236,13 +241,12 @@ func demoWrite(ctx context.Context, from, to *demoSide, n int) (time.Duration, e
 
 // demoRead reads n bytes of the responder's memory.
 func demoRead(ctx context.Context, from, to *demoSide, n int) (time.Duration, error) {
-	smr, sbuf, err := regOrEmpty(to.pd, n, iwarp.AccessRemoteRead)
+	smr, sbuf, err := regOrEmpty(to.pd, n, iwarp.AccessRemoteRead, 0x33)
 	if err != nil {
 		return 0, err
 	}
 	defer smr.Deregister(ctx)
-	fill(sbuf, 0x33)
-	dmr, dbuf, err := regOrEmpty(from.pd, n, iwarp.AccessLocalWrite)
+	dmr, dbuf, err := regOrEmpty(from.pd, n, iwarp.AccessLocalWrite, 0)
 	if err != nil {
 		return 0, err
 	}

@@ -105,6 +105,16 @@ func startPair(t testing.TB, o pairOpts, a, b *side) {
 // middle of a larger buffer whose edges must stay untouched.
 func (s *side) register(t testing.TB, n int, a mem.Access) (*mem.Region, []byte, []byte) {
 	t.Helper()
+	return s.registerFilled(t, n, a, -1)
+}
+
+// registerFilled is register with the buffer filled by pattern(seed) before
+// it is registered (seed < 0: zeros). Memory a peer will RDMA Read must be
+// written before registration (or before some other synchronisation the
+// QP's goroutines take part in): the race detector does not see the
+// ordering a TCP round trip creates (docs/semantics.md).
+func (s *side) registerFilled(t testing.TB, n int, a mem.Access, seed int) (*mem.Region, []byte, []byte) {
+	t.Helper()
 	const canary = 64
 	all := make([]byte, n+2*canary)
 	for i := range all {
@@ -113,6 +123,9 @@ func (s *side) register(t testing.TB, n int, a mem.Access) (*mem.Region, []byte,
 	buf := all[canary : canary+n : canary+n]
 	for i := range buf {
 		buf[i] = 0
+	}
+	if seed >= 0 {
+		pattern(buf, byte(seed))
 	}
 	if n == 0 {
 		buf = all[canary : canary+1]

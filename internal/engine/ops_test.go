@@ -90,8 +90,7 @@ func TestRead(t *testing.T) {
 			o := pairOpts{crc: true, ord: 4, ird: 4}
 			a, b := newPair(t, o)
 			startPair(t, o, a, b)
-			src, sbuf, _ := b.register(t, n, mem.AccessRemoteRead)
-			pattern(sbuf[:n], 3)
+			src, sbuf, _ := b.registerFilled(t, n, mem.AccessRemoteRead, 3)
 			sink, dbuf, dall := a.register(t, n, mem.AccessLocalWrite)
 			wr := SendWR{ID: 9, Op: OpRead, Flags: Signaled, SGL: []SGE{{Region: sink, Len: uint32(n)}},
 				RemoteSTag: uint32(src.STag()), RemoteTO: src.Base()}

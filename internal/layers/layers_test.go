@@ -16,18 +16,19 @@ const module = "github.com/goiwarp/iwarp"
 // (capture, decode) sit beside the stack: they may import the protocol
 // packages, and nothing in the stack may import them.
 var rank = map[string]int{
-	"internal/wire":    0,
-	"internal/fpdu":    1,
-	"internal/mpa":     2,
-	"internal/ddp":     3,
-	"internal/mem":     3,
-	"internal/rdmap":   4,
-	"internal/engine":  5,
-	"":                 6, // the root package: the public verbs API
-	"internal/capture": 10,
-	"internal/decode":  11,
-	"internal/layers":  20,
-	"cmd/iwarp":        30,
+	"internal/wire":      0,
+	"internal/fpdu":      1,
+	"internal/mpa":       2,
+	"internal/ddp":       3,
+	"internal/mem":       3,
+	"internal/rdmap":     4,
+	"internal/engine":    5,
+	"":                   6, // the root package: the public verbs API
+	"internal/capture":   10,
+	"internal/decode":    11,
+	"internal/layers":    20,
+	"internal/leakcheck": 20,
+	"cmd/iwarp":          30,
 }
 
 // toolOnly are the packages that only tools may import.

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// TestRpingLoopback runs our rping server and client against each other,
+// with validation, as siw's rping would run them.
+func TestRpingLoopback(t *testing.T) {
+	for _, extra := range [][]string{nil, {"-nocrc"}, {"-nop2p"}, {"-mpa1"}} {
+		t.Run(strings.Join(append([]string{"default"}, extra...), ","), func(t *testing.T) {
+			port := fmt.Sprint(freePort(t))
+			var sout, serr bytes.Buffer
+			done := make(chan int, 1)
+			go func() {
+				done <- runMain(append([]string{"rping", "-s", "-a", "127.0.0.1", "-p", port, "-v"}, extra...), &sout, &serr)
+			}()
+			var cout, cerr bytes.Buffer
+			var code int
+			for i := 0; i < 50; i++ { // until the server listens
+				cout.Reset()
+				cerr.Reset()
+				code = runMain(append([]string{"rping", "-c", "-a", "127.0.0.1", "-p", port, "-C", "5", "-S", "64", "-v", "-V"}, extra...), &cout, &cerr)
+				if code == 0 || !strings.Contains(cerr.String(), "refused") {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if code != 0 {
+				t.Fatalf("client exited %d: %s", code, cerr.String())
+			}
+			select {
+			case c := <-done:
+				if c != 0 {
+					t.Fatalf("server exited %d: %s", c, serr.String())
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("server did not exit after the client disconnected")
+			}
+			if n := strings.Count(cout.String(), "ping data: rdma-ping-"); n != 5 {
+				t.Errorf("client printed %d pings:\n%s", n, cout.String())
+			}
+			if !strings.Contains(sout.String(), "server ping data: rdma-ping-4: EFGH") {
+				t.Errorf("server output:\n%s", sout.String())
+			}
+		})
+	}
+}
