@@ -48,8 +48,8 @@ var benchCases = []benchCase{
 func runBenchFPDU(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("benchfpdu", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	pairs := fs.Int("pairs", 5, "interleaved raw-TCP/FPDU trial pairs per case (the median ratio is reported)")
-	trial := fs.Duration("trial", 400*time.Millisecond, "approximate duration of one trial")
+	pairs := fs.Int("pairs", 9, "interleaved raw-TCP/FPDU trial pairs per case (the median ratio is reported)")
+	trial := fs.Duration("trial", 250*time.Millisecond, "approximate duration of one trial")
 	strict := fs.Bool("strict", false, "exit with status 1 if any case misses its target")
 	only := fs.String("cases", "", "comma-separated case names to run (default: all)")
 	child := fs.Bool("child", false, "run as the receiving child (internal)")
@@ -76,8 +76,8 @@ func runBenchFPDU(args []string, stdout, stderr io.Writer) int {
 	}
 	defer stop()
 
-	fmt.Fprintf(stdout, "benchfpdu: sender pid %d, receiver child, loopback TCP (TCP_NODELAY), %d interleaved pairs of ~%v trials per case\n",
-		os.Getpid(), *pairs, *trial)
+	fmt.Fprintf(stdout, "benchfpdu: sender pid %d, receiver child, loopback TCP (TCP_NODELAY), %d interleaved pairs of ~%v trials per case%s\n",
+		os.Getpid(), *pairs, *trial, loadAverage())
 	fmt.Fprintf(stdout, "%-11s %6s %10s %10s %7s %12s %10s %s\n", "case", "size", "tcp MB/s", "fpdu MB/s", "ratio", "FPDUs/s", "target", "result")
 	failed := false
 	for _, bc := range benchCases {
@@ -148,6 +148,20 @@ func measureCase(addr string, bc benchCase, pairs int, trial time.Duration) (cas
 		ratio:       median(ratios),
 		fpdusPerSec: fp * 1e6 / float64(bc.size),
 	}, nil
+}
+
+// loadAverage returns ", load average X Y Z" where the system tells it:
+// numbers measured on a busy machine are worth less.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return ", load average " + strings.Join(f[:3], " ")
 }
 
 // median returns the median of v (v is reordered).

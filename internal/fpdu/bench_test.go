@@ -84,3 +84,53 @@ func benchStream(b *testing.B, size int, kind string) {
 		b.Fatal(err)
 	}
 }
+
+// discardConn accepts and drops every write.
+type discardConn struct{ memConn }
+
+func (*discardConn) Write(p []byte) (int, error) { return len(p), nil }
+
+// BenchmarkWriter measures framing alone (Append+Flush into a sink).
+func BenchmarkWriter(b *testing.B) {
+	for _, size := range []int{88, 1460, 65536} {
+		for _, crc := range []bool{false, true} {
+			for _, markers := range []bool{false, true} {
+				b.Run(fmt.Sprintf("size=%d/crc=%v/markers=%v", size, crc, markers), func(b *testing.B) {
+					w := NewConn(&discardConn{}, Options{CRC: crc, SendMarkers: markers}).Writer()
+					u := size - HeaderLen - CRCLen
+					u -= PadLen(u)
+					u = min(u, MaxULPDULen-1)
+					hdr, payload := make([]byte, 14), make([]byte, u-14)
+					b.SetBytes(int64(size))
+					b.ReportAllocs()
+					for b.Loop() {
+						if err := w.WriteFPDU(hdr, payload); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkDecodeFPDU measures the buffer-level decoder.
+func BenchmarkDecodeFPDU(b *testing.B) {
+	for _, markers := range []bool{false, true} {
+		b.Run(fmt.Sprintf("markers=%v", markers), func(b *testing.B) {
+			opts := Options{CRC: true, SendMarkers: markers, RecvMarkers: markers}
+			mc := &memConn{}
+			if err := NewConn(mc, opts).Writer().WriteFPDU(make([]byte, 14), make([]byte, 1440)); err != nil {
+				b.Fatal(err)
+			}
+			dst := make([]byte, 0, 2048)
+			b.SetBytes(int64(len(mc.out)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := DecodeFPDU(dst, mc.out, 0, opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -114,3 +114,8 @@ func tcpPair(t interface {
 func deadline(c net.Conn) {
 	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
 }
+
+// stuckConn returns no octets and no error, forever.
+type stuckConn struct{ memConn }
+
+func (*stuckConn) Read([]byte) (int, error) { return 0, nil }

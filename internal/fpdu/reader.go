@@ -334,31 +334,37 @@ func (r *Reader) fillStage(need int) error {
 	if r.large && need+lookahead < limit {
 		limit = need + lookahead
 	}
-	for {
+	for range maxEmptyReads {
 		n, err := r.nc.Read(r.st.buf[:limit])
 		if n > 0 {
 			r.st.r, r.st.w = 0, n
 			r.crcFrom = 0
 			return nil
 		}
-		if err == nil {
-			continue
+		if err != nil {
+			r.st.drop()
+			return err
 		}
-		r.st.drop()
-		return err
 	}
+	r.st.drop()
+	return io.ErrNoProgress
 }
+
+// maxEmptyReads bounds the successive Reads that return neither octets
+// nor an error (as bufio does).
+const maxEmptyReads = 100
 
 // direct reads into p from the connection, with the staging buffer as the
 // place for what follows p where the platform reads both at once.
 func (r *Reader) direct(p []byte) (int, error) {
 	if !r.raw.ok {
-		for {
+		for range maxEmptyReads {
 			n, err := r.nc.Read(p)
 			if n > 0 || err != nil {
 				return n, err
 			}
 		}
+		return 0, io.ErrNoProgress
 	}
 	r.st.take()
 	n, extra, err := r.raw.readv(p, r.st.buf[:lookahead+16])

@@ -232,3 +232,12 @@ func TestReaderDetectsEveryFlip(t *testing.T) {
 		}
 	}
 }
+
+// TestReaderNoProgress: a connection that returns neither octets nor an
+// error fails with io.ErrNoProgress instead of spinning.
+func TestReaderNoProgress(t *testing.T) {
+	r := NewConn(&stuckConn{}, Options{}).Reader()
+	if _, err := r.Next(); err != io.ErrNoProgress {
+		t.Errorf("Next: %v", err)
+	}
+}
