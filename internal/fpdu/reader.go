@@ -24,6 +24,9 @@ import (
 // Errors are sticky: after a protocol or connection error every call
 // returns it again. The one exception is a read deadline that expires in
 // Next before any octet of the next FPDU arrived, which may be retried.
+// Protocol violations are the package's *wire.ProtocolError values; an end
+// of stream inside an FPDU is ErrTruncated; other connection errors are
+// returned as the connection reported them.
 // Payload octets are delivered before the CRC that covers them is checked
 // by End.
 type Reader struct {

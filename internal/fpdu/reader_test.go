@@ -241,3 +241,34 @@ func TestReaderNoProgress(t *testing.T) {
 		t.Errorf("Next: %v", err)
 	}
 }
+
+// TestReaderReleasesStaging: once everything received is consumed the
+// Reader holds no staging buffer, so idle connections stay small.
+func TestReaderReleasesStaging(t *testing.T) {
+	for _, file := range []string{"fpdus.tsv", "markers.tsv"} {
+		opts := Options{CRC: true, RecvMarkers: file == "markers.tsv"}
+		stream := streamOf(t, file)
+		r := NewConn(&memConn{in: stream, split: randomSplit(9)}, opts).Reader()
+		for {
+			n, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Discard(n); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.End(); err != nil {
+				t.Fatal(err)
+			}
+			if r.Buffered() == 0 && r.st.p != nil {
+				t.Fatalf("%s: staging buffer held while empty", file)
+			}
+		}
+		if r.st.p != nil || r.Buffered() != 0 {
+			t.Errorf("%s: staging buffer held at the end", file)
+		}
+	}
+}
