@@ -33,6 +33,12 @@ func fuzzSeeds(f *testing.F, add func(data []byte, off uint64, flags byte)) {
 		off += uint64(len(v.raw))
 	}
 	add(streamOf(f, "markers.tsv"), 0, 3)
+	// Real siw FPDUs with CRC (after the 20-octet MPA Request/Reply).
+	for _, s := range tcpStreams(f, captureDir+"crc_lo.pcap") {
+		if len(s) > 20 {
+			add(s[20:], 0, 1)
+		}
+	}
 	add([]byte{0, 2, 0, 0, 0, 0, 0, 0}, 0, 0)
 }
 
