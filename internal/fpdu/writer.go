@@ -51,9 +51,9 @@ const copyMax = 128
 var zeroPad [3]byte
 
 // Append queues one FPDU whose ULPDU is hdr followed by the payload
-// pieces. hdr is copied; the payload pieces may be referenced and must
-// not change until the next Flush returns. The ULPDU must be MinULPDU to 65535
-// octets long. Nothing is sent until Flush.
+// pieces (RFC 5044 §4.1). hdr is copied; the payload pieces may be
+// referenced and must not change until the next Flush returns. The ULPDU
+// must be MinULPDU to 65535 octets long. Nothing is sent until Flush.
 func (w *Writer) Append(hdr []byte, payload ...[]byte) error {
 	if w.err != nil {
 		return w.err
