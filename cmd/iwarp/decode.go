@@ -114,7 +114,7 @@ func decodeFile(name string, w io.Writer, opts decode.Options, ro decode.RenderO
 	}
 	conns := make([]*decode.Conn, 0, len(a.Conns()))
 	for _, c := range a.Conns() {
-		conns = append(conns, decode.DecodeConn(c, opts))
+		conns = append(conns, decode.Open(c, opts))
 	}
 	decode.Render(w, conns, ro)
 	for _, n := range a.Notes {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"slices"
 
 	"github.com/goiwarp/iwarp/internal/capture"
 	"github.com/goiwarp/iwarp/internal/mpa"
@@ -58,8 +57,15 @@ type Conn struct {
 	RTR   mpa.RTR
 	Items []Item
 	Stats [2]DirStats
-	// Notes are connection-level remarks (how the settings were found).
+	// Notes are connection-level remarks on how the settings were found;
+	// they are complete before Each yields its first item.
 	Notes []string
+	// Warnings are remarks that arise while decoding (a resynchronisation
+	// budget exhausted); complete when Each returns.
+	Warnings []string
+
+	starts [2]start
+	strict bool // not known to be MPA: accept only FPDUs with a matching CRC
 }
 
 // Label returns the direction label of stream d: "I>R" or "R>I" when the
@@ -122,38 +128,35 @@ type start struct {
 	raw   []byte // the header bytes of a frame ParseFrame rejected
 }
 
-// DecodeConn decodes one reassembled connection.
-func DecodeConn(c *capture.Conn, opts Options) *Conn {
+// Open prepares the decoding of one reassembled connection: it decodes the
+// MPA startup frames and derives the settings (RFC 5044 §7.1, RFC 6581,
+// extensions.md §3). Each then decodes the FPDUs.
+func Open(c *capture.Conn, opts Options) *Conn {
 	dc := &Conn{C: c, Initiator: -1}
-	var st [2]start
 	for d, s := range c.Dir {
-		st[d] = startFrame(s)
-		if !st[d].ok {
+		st := startFrame(s)
+		dc.starts[d] = st
+		if !st.ok {
 			continue
 		}
 		dc.MPA = true
-		f := st[d].f
-		it := Item{Kind: KindMPA, Conn: c.ID, Dir: d, Size: uint64(st[d].size), MPA: f, MPAErr: st[d].err, MPARaw: st[d].raw}
-		it.Frame = frameAt(s, uint64(max(st[d].size, 1)-1))
-		if st[d].err == nil {
-			fc := f
-			if f.Reply {
+		if st.err == nil {
+			fc := st.f
+			if st.f.Reply {
 				dc.Reply = &fc
 			} else {
 				dc.Request = &fc
 			}
 		}
-		dc.Items = append(dc.Items, it)
-		dc.Stats[d].MPAFrames++
 	}
 	// The Initiator sent the Request; else it is the peer of the Reply's
 	// sender; else the side that sent the SYN.
-	for d := range 2 {
-		if st[d].ok && !st[d].reply {
+	for d, st := range dc.starts {
+		if st.ok && !st.reply {
 			dc.Initiator = d
 			break
 		}
-		if st[d].ok && st[d].reply {
+		if st.ok && st.reply {
 			dc.Initiator = 1 - d
 		}
 	}
@@ -166,34 +169,22 @@ func DecodeConn(c *capture.Conn, opts Options) *Conn {
 			if c.A.Port() == p || c.B.Port() == p {
 				dc.MPA = true
 				dc.Notes = append(dc.Notes, "no MPA startup captured: decoded as MPA by port, FPDU boundaries found by resynchronisation")
+				break
 			}
 		}
 	}
-	strict := !dc.MPA
-	for d, s := range c.Dir {
-		w := walker{conn: dc, d: d, s: s, strict: strict, crc: dc.CRC, markers: dc.Markers[d]}
-		switch {
-		case st[d].ok && st[d].err == nil:
-			w.base, w.baseKnown = uint64(st[d].size), true
-			w.pos = w.base
-		case st[d].ok:
-			w.pos = uint64(st[d].size)
-		}
-		w.walk()
-		dc.CRCDir[d] = w.crc
+	dc.strict = !dc.MPA
+	return dc
+}
+
+// DecodeConn decodes one reassembled connection and keeps every item in
+// Items. Its memory grows with the stream; tools that print use Open and
+// Each (through Render) instead.
+func DecodeConn(c *capture.Conn, opts Options) *Conn {
+	dc := Open(c, opts)
+	for it := range dc.Each {
+		dc.Items = append(dc.Items, *it)
 	}
-	if strict {
-		dc.MPA = dc.Stats[0].FPDUs+dc.Stats[1].FPDUs > 0
-		if dc.MPA {
-			dc.Notes = append(dc.Notes, "no MPA startup captured: found FPDUs with a valid CRC32c")
-		}
-	}
-	slices.SortStableFunc(dc.Items, func(a, b Item) int {
-		if a.Frame != b.Frame {
-			return a.Frame - b.Frame
-		}
-		return a.Dir - b.Dir
-	})
 	return dc
 }
 

@@ -485,3 +485,39 @@ func TestReplyNotCaptured(t *testing.T) {
 		t.Errorf("startup %v CRC %v stats %+v", c.Startup, c.CRCDir[0], c.Stats[0])
 	}
 }
+
+// TestEachStreams: Each yields items as it walks, stops when asked, and a
+// second call decodes afresh.
+func TestEachStreams(t *testing.T) {
+	b, err := os.ReadFile(vectorDir + "fpdus.tsv")
+	if err != nil {
+		t.Skip(err)
+	}
+	a, err := ReadText(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc := Open(a.Conns()[0], Options{})
+	n := 0
+	for it := range dc.Each {
+		n++
+		if n == 3 {
+			if it.Kind != KindFPDU {
+				t.Errorf("third item %v", it.Kind)
+			}
+			break
+		}
+	}
+	total := 0
+	prev := 0
+	for it := range dc.Each {
+		total++
+		if it.Frame < prev {
+			t.Errorf("frame %d after %d", it.Frame, prev)
+		}
+		prev = it.Frame
+	}
+	if total != 15 || dc.Stats[0].FPDUs != 9 || dc.Stats[1].FPDUs != 4 || dc.CRCDir != [2]CRCMode{CRCOn, CRCOn} {
+		t.Errorf("%d items, stats %+v, CRC %v", total, dc.Stats, dc.CRCDir)
+	}
+}

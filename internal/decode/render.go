@@ -3,7 +3,6 @@ package decode
 import (
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 )
 
@@ -16,45 +15,29 @@ type RenderOptions struct {
 	Verbose bool
 }
 
-// Render writes every item of the connections, one line each, merged in
-// capture order (a connection's header line before its first item), then
-// one summary line per connection.
+// Render decodes the connections (with Each) and writes their items, one
+// line each: connection by connection in order, a header line before a
+// connection's first item, the two directions merged in capture order.
+// Then it writes one summary line per connection. Connections that are not
+// iWARP are listed only with Verbose.
 func Render(w io.Writer, conns []*Conn, ro RenderOptions) {
-	type ref struct {
-		c  *Conn
-		it *Item
-	}
-	var all []ref
 	for _, c := range conns {
-		if !c.MPA && !ro.Verbose {
-			continue
+		first := true
+		for it := range c.Each {
+			if first {
+				fmt.Fprintln(w, Header(c))
+				first = false
+			}
+			fmt.Fprintln(w, Line(c, it, ro))
 		}
-		for i := range c.Items {
-			all = append(all, ref{c, &c.Items[i]})
-		}
-	}
-	slices.SortStableFunc(all, func(a, b ref) int {
-		if a.it.Frame != b.it.Frame {
-			return a.it.Frame - b.it.Frame
-		}
-		return a.c.C.ID - b.c.C.ID
-	})
-	seen := map[*Conn]bool{}
-	for _, r := range all {
-		if !seen[r.c] {
-			seen[r.c] = true
-			fmt.Fprintln(w, Header(r.c))
-		}
-		fmt.Fprintln(w, Line(r.c, r.it, ro))
-	}
-	for _, c := range conns {
-		if !c.MPA && !ro.Verbose {
-			continue
-		}
-		if !seen[c] {
+		if first && (c.MPA || ro.Verbose) {
 			fmt.Fprintln(w, Header(c))
 		}
-		fmt.Fprintln(w, Summary(c))
+	}
+	for _, c := range conns {
+		if c.MPA || ro.Verbose {
+			fmt.Fprintln(w, Summary(c))
+		}
 	}
 }
 

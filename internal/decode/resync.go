@@ -48,7 +48,7 @@ const minFPDU = fpdu.HeaderLen + fpdu.MinULPDU + fpdu.CRCLen
 func (w *walker) resync(r capture.Run, i int) (int, bool) {
 	for j := i; j+minFPDU <= len(r.Data); j++ {
 		if w.budget > resyncBudget {
-			w.conn.Notes = append(w.conn.Notes, w.conn.Label(w.d)+": resynchronisation budget exhausted, rest of the stream skipped")
+			w.conn.Warnings = append(w.conn.Warnings, w.conn.Label(w.d)+": resynchronisation budget exhausted, rest of the stream skipped")
 			return len(r.Data), false
 		}
 		if w.candidate(r, j) {

@@ -41,6 +41,10 @@ func Summary(c *Conn) string {
 			b.WriteString(", FIN")
 		}
 	}
+	for _, n := range c.Warnings {
+		b.WriteString("; ")
+		b.WriteString(n)
+	}
 	return b.String()
 }
 

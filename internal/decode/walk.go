@@ -24,6 +24,9 @@ type walker struct {
 	pos       uint64 // next stream offset to decode
 	synced    bool   // an FPDU is known to start at pos
 	budget    uint64 // bytes decoded by resynchronisation so far
+	start     start  // the MPA frame at the start of the stream, if any
+	yield     func(Item) bool
+	stopped   bool // yield returned false
 }
 
 func (w *walker) stats() *DirStats { return &w.conn.Stats[w.d] }
@@ -33,7 +36,9 @@ func (w *walker) emit(it Item) {
 	if it.Frame == 0 && it.Size > 0 {
 		it.Frame = frameAt(w.s, it.Off+it.Size-1)
 	}
-	w.conn.Items = append(w.conn.Items, it)
+	if !w.stopped && !w.yield(it) {
+		w.stopped = true
+	}
 }
 
 func (w *walker) options() fpdu.Options {
@@ -48,14 +53,23 @@ func (w *walker) streamOff(off uint64) uint64 {
 	return off - w.base
 }
 
-// walk decodes every FPDU from w.pos to the end of the captured stream.
+// walk yields the stream's MPA frame, if any, then decodes every FPDU
+// from w.pos to the end of the captured stream.
 func (w *walker) walk() {
+	if st := w.start; st.ok {
+		w.stats().MPAFrames++
+		w.emit(Item{Kind: KindMPA, Size: uint64(st.size), MPA: st.f, MPAErr: st.err, MPARaw: st.raw,
+			Frame: frameAt(w.s, uint64(max(st.size, 1)-1))})
+	}
 	w.synced = w.baseKnown
 	if !w.baseKnown {
 		w.markers = false // marker positions are unknown
 	}
 	runs := w.s.Runs()
 	for ri, r := range runs {
+		if w.stopped {
+			return
+		}
 		end := r.Off + uint64(len(r.Data))
 		if end <= w.pos {
 			continue
@@ -79,7 +93,7 @@ func (w *walker) walk() {
 // run decodes the FPDUs of one contiguous run from w.pos.
 func (w *walker) run(r capture.Run, last bool) {
 	i := int(w.pos - r.Off)
-	for i < len(r.Data) {
+	for i < len(r.Data) && !w.stopped {
 		if !w.synced {
 			j, ok := w.resync(r, i)
 			if j > i {
