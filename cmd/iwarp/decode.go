@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"flag"
@@ -87,19 +88,29 @@ func runDecode(args []string, stdout, stderr io.Writer) int {
 // decodeFile decodes one file and prints it. Protocol errors are printed as
 // part of the output; only an unreadable file is an error.
 func decodeFile(name string, w io.Writer, opts decode.Options, ro decode.RenderOptions) error {
-	data, err := os.ReadFile(name)
+	f, err := os.Open(name)
 	if err != nil {
 		return err
 	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 64<<10)
+	magic, _ := br.Peek(4)
 	var a *capture.Assembler
 	var readErr error
-	if capture.IsCapture(data) {
-		r, err := capture.NewReader(bytes.NewReader(data))
+	if capture.IsCapture(magic) {
+		r, err := capture.NewReader(br)
 		if err != nil {
 			return err
 		}
 		a, readErr = capture.ReadAll(r, capture.Limits{})
 	} else {
+		data, err := io.ReadAll(io.LimitReader(br, maxTextFile+1))
+		if err != nil {
+			return err
+		}
+		if len(data) > maxTextFile {
+			return fmt.Errorf("text file over %d bytes", maxTextFile)
+		}
 		if !utf8.Valid(data) || bytes.IndexByte(data, 0) >= 0 {
 			return errNotDecodable
 		}
@@ -131,6 +142,10 @@ func decodeFile(name string, w io.Writer, opts decode.Options, ro decode.RenderO
 	}
 	return nil
 }
+
+// maxTextFile bounds the vector and hex texts read (their hex doubles the
+// bytes, and decode.MaxTextBytes bounds each direction).
+const maxTextFile = 4 * decode.MaxTextBytes
 
 // errNotDecodable is returned for a file that is neither a capture nor text.
 var errNotDecodable = errors.New("not a pcap or pcapng capture, nor a vector or hex text")
