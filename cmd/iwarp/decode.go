@@ -68,6 +68,9 @@ func runDecode(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
+	out := bufio.NewWriterSize(stdout, 64<<10)
+	defer out.Flush()
+	stdout = out
 	status := 0
 	for i, name := range fs.Args() {
 		if fs.NArg() > 1 {
@@ -78,6 +81,7 @@ func runDecode(args []string, stdout, stderr io.Writer) int {
 		}
 		if err := decodeFile(name, stdout, decode.Options{Ports: ports},
 			decode.RenderOptions{Payload: *payload, Verbose: *verbose}); err != nil {
+			out.Flush() // keep the error after the output it follows
 			fmt.Fprintf(stderr, "iwarp decode: %s: %v\n", name, err)
 			status = 1
 		}
