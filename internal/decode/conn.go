@@ -207,6 +207,7 @@ func (dc *Conn) settings() {
 		if blk, ok := rep.IRDORD(); ok && blk.P2P {
 			dc.RTR = blk.RTR
 		}
+		dc.checkReply()
 		offered, answered := req.Flags.Ext().Normalize(), rep.Flags.Ext().Normalize()
 		if answered&^offered != 0 {
 			dc.Notes = append(dc.Notes, "Reply claims extension bits the Request did not offer ("+
@@ -230,6 +231,20 @@ func (dc *Conn) settings() {
 			dc.Markers[dc.Initiator] = rep.Flags&mpa.FlagMarkers != 0
 		}
 		dc.Notes = append(dc.Notes, "no MPA Request captured: settings taken from the Reply alone")
+	}
+}
+
+// checkReply notes when the Initiator, whose configuration the Request
+// shows, would not accept the Reply (mpa.DecideInitiator: RFC 6581 §5,
+// extensions.md §3).
+func (dc *Conn) checkReply() {
+	cfg := &mpa.Config{Rev: dc.Request.Rev}
+	if blk, ok := dc.Request.IRDORD(); ok {
+		cfg.IRD, cfg.ORD = blk.IRD, blk.ORD
+	}
+	dec := mpa.DecideInitiator(dc.Request, dc.Reply, cfg)
+	if dec.Action != mpa.ActionAccept && dec.Action != mpa.ActionReject {
+		dc.Notes = append(dc.Notes, "the Initiator's checks fail on this Reply ("+dec.Action.String()+"): "+dec.Err.Error())
 	}
 }
 

@@ -521,3 +521,18 @@ func TestEachStreams(t *testing.T) {
 		t.Errorf("%d items, stats %+v, CRC %v", total, dc.Stats, dc.CRCDir)
 	}
 }
+
+// TestReplyChecks: a Reply the Initiator must refuse (its ORD above the
+// Initiator's IRD, RFC 6581 §5) is noted on the connection.
+func TestReplyChecks(t *testing.T) {
+	text := "req: 4d 50 41 20 49 44 20 52 65 71 20 46 72 61 6d 65 10 02 00 04 00 01 00 01\n" +
+		"rep: 4d 50 41 20 49 44 20 52 65 70 20 46 72 61 6d 65 10 02 00 04 00 01 00 08\n"
+	a, err := ReadText(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := DecodeConn(a.Conns()[0], Options{})
+	if h := Header(c); !strings.Contains(h, "the Initiator's checks fail on this Reply (terminate): insufficient IRD resources") {
+		t.Errorf("header: %s", h)
+	}
+}
