@@ -51,6 +51,10 @@ type Config struct {
 	Extensions Ext
 	// NoAdvertise leaves the extension bits out of this side's frame.
 	NoAdvertise bool
+	// NoEchoProbe (Initiator) leaves FlagEchoProbe out of a Request that
+	// advertises extensions. Without the probe a Responder that echoes
+	// reserved bits (Linux siw) looks as if it agreed to them.
+	NoEchoProbe bool
 	// DeclarePeerExtensions makes PeerExtensions, a ULP-level statement
 	// of what the peer supports, override the bits on the wire.
 	DeclarePeerExtensions bool

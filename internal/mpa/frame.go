@@ -40,6 +40,15 @@ const (
 	FlagReject   Flags = 0x20 // R: reject (Reply only)
 	FlagEnhanced Flags = 0x10 // H: RFC 6581 IRD/ORD block leads the private data (Rev 2)
 	FlagResMask  Flags = 0x0F // Res: zero on send, ignored on receive (except Ext bits)
+	// FlagEchoProbe is a reserved bit an Initiator that advertises
+	// extensions also sets, and that no Responder following the project's
+	// negotiation ever sets in its Reply. Linux siw builds its Reply from
+	// the Request's header and so echoes every reserved bit: a Reply that
+	// carries the probe comes from such a Responder, and its extension bits
+	// prove nothing (docs/mpa.md, decision 18). siw's own meaning of 0x08
+	// (GSO_EXP, "the peer accepts FPDUs not aligned to TCP segments") is
+	// true of this stack, so a siw built with try_gso reads it correctly.
+	FlagEchoProbe Flags = 0x08
 )
 
 // Ext returns the raw extension bits of the reserved nibble, not normalized.

@@ -63,6 +63,11 @@ func DecideInitiator(req, rep *Frame, cfg *Config) InitiatorDecision {
 		return terminate(ErrUnofferedExtension)
 	}
 	p.Extensions = answered.Normalize()
+	if req.Flags&FlagEchoProbe != 0 && rep.Flags&FlagEchoProbe != 0 {
+		// The Responder copied the Request's reserved bits (Linux siw):
+		// its extension bits are an echo, not an answer.
+		p.Extensions, p.EchoedFlags = 0, true
+	}
 	if cfg.DeclarePeerExtensions {
 		p.Extensions = (cfg.Extensions.Normalize() & cfg.PeerExtensions.Normalize()).Normalize()
 	}

@@ -46,7 +46,9 @@ var initiatorRows = []initiatorRow{
 	{config: "Extensions RFC7306", mod: func(c *Config) { c.Extensions = ExtRFC7306 }, flags: FlagEnhanced | 3, rev: 2, blk: blk(true, RTRWrite, 16, 16), wantOut: "terminate LLP 0x04 (MPA Reply claims an extension that was not offered)"},
 	{config: dflt, flags: FlagEnhanced | 2, rev: 2, blk: blk(true, RTRWrite, 16, 16), wantOut: "accept", wantParam: "Rev2 CRC, IRD/ORD 16/16, RTR Write, ext RFC7306"},
 	{config: dflt, flags: FlagEnhanced | 1, rev: 2, blk: blk(true, RTRWrite, 16, 16), wantOut: "accept", wantParam: "Rev2 CRC, IRD/ORD 16/16, RTR Write"},
-	{config: dflt, flags: FlagEnhanced | 0x0C, rev: 2, blk: blk(true, RTRWrite, 16, 16), wantOut: "accept", wantParam: "Rev2 CRC, IRD/ORD 16/16, RTR Write"},
+	{config: dflt, flags: FlagEnhanced | 0x0C, rev: 2, blk: blk(true, RTRWrite, 16, 16), wantOut: "accept", wantParam: "Rev2 CRC, IRD/ORD 16/16, RTR Write, echoed"},
+	{config: dflt + " (Linux siw echoes the Request's flags)", flags: FlagCRC | FlagEnhanced | FlagEchoProbe | 3, rev: 2, blk: blk(true, RTRWrite, 1, 1), wantOut: "accept", wantParam: "Rev2 CRC, IRD/ORD 16/1, RTR Write, echoed"},
+	{config: "NoEchoProbe", mod: func(c *Config) { c.NoEchoProbe = true }, flags: FlagCRC | FlagEnhanced | 3, rev: 2, blk: blk(true, RTRWrite, 16, 16), wantOut: "accept", wantParam: "Rev2 CRC, IRD/ORD 16/16, RTR Write, ext RFC7306+V2"},
 	{config: "NoAdvertise, peer declared RFC7306", mod: func(c *Config) { c.NoAdvertise, c.DeclarePeerExtensions, c.PeerExtensions = true, true, ExtRFC7306 }, flags: FlagEnhanced, rev: 2, blk: blk(true, RTRWrite, 16, 16), wantOut: "accept", wantParam: "Rev2 CRC, IRD/ORD 16/16, RTR Write, ext RFC7306"},
 	{config: dflt, flags: FlagReject | FlagEnhanced, rev: 2, blk: blk(false, 0, 0, 0), ulp: "busy", wantOut: `rejected by peer, pd "busy"`},
 	{config: dflt, flags: FlagReject, rev: 1, ulp: "no", wantOut: `rejected by peer, pd "no"`},
@@ -99,9 +101,16 @@ func TestDecideInitiatorTable(t *testing.T) {
 func TestRequestFrame(t *testing.T) {
 	cfg := DefaultConfig()
 	hdr, b := RequestFrame(cfg)
-	if got := fmtFrame(mkFrame(t, false, hdr.Flags, hdr.Rev, &b, "")); got != "Rev2 C H ext=0x3 [P2P Write|Read 16/16]" {
+	if got := fmtFrame(mkFrame(t, false, hdr.Flags, hdr.Rev, &b, "")); got != "Rev2 C H ext=0x3 res=0x8 [P2P Write|Read 16/16]" {
 		t.Errorf("default Request: %s", got)
 	}
+	// Without the echo probe the Request is exactly the v2.tsv vector's
+	// mpa-request-rev2-ext (with IRD/ORD 16/16, no P2P).
+	cfg.NoEchoProbe, cfg.P2P = true, false
+	if got := fmtFrame(mkFrame(t, false, hdr2(cfg).Flags, 2, &IRDORD{IRD: 16, ORD: 16}, "")); got != "Rev2 C H ext=0x3 [16/16]" {
+		t.Errorf("Request without the probe: %s", got)
+	}
+	cfg.NoEchoProbe, cfg.P2P = false, true
 	cfg.ORD = 0
 	if _, b := RequestFrame(cfg); b.ORD != 1 {
 		t.Errorf("Read RTR offered with ORD 0: wire ORD %d, want 1", b.ORD)
@@ -174,4 +183,9 @@ func TestRejectError(t *testing.T) {
 	if re.Error() == "" {
 		t.Error("empty message")
 	}
+}
+
+func hdr2(cfg *Config) Frame {
+	h, _ := RequestFrame(cfg)
+	return h
 }

@@ -18,6 +18,9 @@ func RequestFrame(cfg *Config) (hdr Frame, blk IRDORD) {
 	}
 	if !cfg.NoAdvertise {
 		hdr.Flags |= Flags(cfg.Extensions.Normalize())
+		if cfg.Extensions.Normalize() != 0 && !cfg.NoEchoProbe {
+			hdr.Flags |= FlagEchoProbe
+		}
 	}
 	if hdr.Rev != Rev2 {
 		return hdr, blk

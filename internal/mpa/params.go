@@ -39,6 +39,10 @@ type Params struct {
 
 	// Extensions is the extension set both sides use (extensions.md §3).
 	Extensions Ext
+	// EchoedFlags (Initiator) is true when the Reply repeated the Request's
+	// echo probe (FlagEchoProbe): the Responder copies reserved bits
+	// blindly, as Linux siw does, so its extension bits were ignored.
+	EchoedFlags bool
 }
 
 // rtrQN returns the untagged queue the RTR message used, if any.

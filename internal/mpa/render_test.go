@@ -89,6 +89,9 @@ func fmtParams(p Params) string {
 	if p.Extensions != 0 {
 		parts = append(parts, "ext "+p.Extensions.String())
 	}
+	if p.EchoedFlags {
+		parts = append(parts, "echoed")
+	}
 	return strings.Join(parts, ", ")
 }
 
