@@ -100,11 +100,13 @@ type Assembler struct {
 	Notes        []Note
 	DroppedConns int // connections beyond MaxConns
 	DroppedNotes int // notes beyond MaxNotes
+
+	unknownLinks map[LinkType]bool // noted once each
 }
 
 // NewAssembler returns an Assembler with the given limits.
 func NewAssembler(lim Limits) *Assembler {
-	return &Assembler{lim: lim.withDefaults(), conns: map[connKey]*Conn{}}
+	return &Assembler{lim: lim.withDefaults(), conns: map[connKey]*Conn{}, unknownLinks: map[LinkType]bool{}}
 }
 
 func (a *Assembler) note(frame int, format string, args ...any) {
@@ -129,6 +131,11 @@ func (a *Assembler) AddPacket(p Packet) {
 	case errors.Is(err, ErrFragment):
 		a.note(p.Frame, "IP fragment %s -> %s not reassembled", seg.Src.Addr(), seg.Dst.Addr())
 	case errors.Is(err, ErrNotIP), errors.Is(err, ErrNotTCP):
+	case errors.Is(err, ErrUnknownLink):
+		if !a.unknownLinks[p.LinkType] {
+			a.unknownLinks[p.LinkType] = true
+			a.note(p.Frame, "link type %d not supported: its packets are skipped", p.LinkType)
+		}
 	default:
 		a.note(p.Frame, "%v", err)
 	}

@@ -196,3 +196,13 @@ func TestReassemblyForcedGapOvertakes(t *testing.T) {
 		t.Errorf("stream %s gaps %v", got, s.Gaps)
 	}
 }
+
+func TestAssemblerNotesUnknownLinkOnce(t *testing.T) {
+	a := NewAssembler(Limits{})
+	for i := range 5 {
+		a.AddPacket(Packet{Frame: i + 1, LinkType: 105, Data: []byte{1, 2, 3}})
+	}
+	if len(a.Notes) != 1 || a.Notes[0].Frame != 1 {
+		t.Errorf("notes %v", a.Notes)
+	}
+}
