@@ -536,3 +536,45 @@ func TestReplyChecks(t *testing.T) {
 		t.Errorf("header: %s", h)
 	}
 }
+
+// TestSiwTerminate decodes the Terminate siw sent to a Responder that
+// answered a P2P Request without P2P (shared/interop/captures/
+// siw_mpa_request.hex): LLP/0/0x07 in siw's own control layout.
+func TestSiwTerminate(t *testing.T) {
+	text := "req: 4d 50 41 20 49 44 20 52 65 71 20 46 72 61 6d 65 10 02 00 04 80 01 c0 01\n" +
+		"rep: 4d 50 41 20 49 44 20 52 65 70 20 46 72 61 6d 65 10 02 00 04 00 01 00 01\n" +
+		"req: 00 16 41 47 00 00 00 00 00 00 00 02 00 00 00 01 00 00 00 00 02 07 00 00 00 00 00 00\n"
+	a, err := ReadText(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The third line starts a new connection in this format; rebuild one
+	// connection with the Terminate after the Request.
+	conns := a.Conns()
+	if len(conns) != 2 {
+		t.Fatalf("%d connections", len(conns))
+	}
+	term := conns[1].Dir[0].Runs()[0].Data
+	req := conns[0].Dir[0].Runs()[0].Data
+	rep := conns[0].Dir[1].Runs()[0].Data
+	a, err = assembleText([]*textConn{{recs: []textRecord{
+		{initiator: true, off: -1, data: append(append([]byte(nil), req...), term...)},
+		{off: -1, data: rep},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := DecodeConn(a.Conns()[0], Options{})
+	var line string
+	for i := range c.Items {
+		if c.Items[i].Kind == KindFPDU {
+			line = Line(c, &c.Items[i], RenderOptions{})
+			if tm := c.Items[i].ULPDU.Terminate; tm.Code != wire.TermLLPNoRTRModel || tm.Layout != wire.LayoutSiw {
+				t.Errorf("Terminate %+v", tm)
+			}
+		}
+	}
+	if !strings.Contains(line, "term=LLP/0/0x07(MPA; no matching RTR model) M=0 D=0 R=0 layout=siw(raw 02070000)") {
+		t.Errorf("line: %s", line)
+	}
+}
