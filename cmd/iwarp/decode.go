@@ -123,7 +123,7 @@ func decodeFile(name string, w io.Writer, opts decode.Options, ro decode.RenderO
 		}
 		a, err = decode.ReadText(bytes.NewReader(data))
 		if errors.Is(err, decode.ErrNoStreams) {
-			fmt.Fprintf(w, "no byte streams in %s: %v\n", name, err)
+			fmt.Fprintf(w, "%s: nothing to decode: no byte streams (no hex column, req:/rep: lines or relay records)\n", name)
 			return nil
 		}
 		if err != nil {
