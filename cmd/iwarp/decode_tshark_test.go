@@ -17,6 +17,7 @@ import (
 
 	"github.com/goiwarp/iwarp/internal/capture"
 	"github.com/goiwarp/iwarp/internal/decode"
+	"github.com/goiwarp/iwarp/internal/wire"
 )
 
 // The tshark comparison: every FPDU our decoder finds must show the same
@@ -35,6 +36,21 @@ var tsharkArgs = []string{"-o", "tcp.try_heuristic_first:TRUE",
 // out, so lists of different fields do not line up with each other).
 var tsharkFields = []string{"iwarp_rdma.opcode", "iwarp_ddp.stag", "iwarp_ddp.tagged_offset",
 	"iwarp_ddp.qn", "iwarp_ddp.msn", "iwarp_ddp.mo", "iwarp_mpa.crc_check", "iwarp_mpa.crc"}
+
+// tsharkRDMAPFields are the RDMAP headers' fields: the Read Request and
+// the RFC 7306 Atomic Request and Response. They are compared on captures
+// without V2 frames only: Wireshark reads a Read V2 Request (0x11) as a
+// truncated Read Request.
+var tsharkRDMAPFields = []string{"iwarp_rdma.sinkstag", "iwarp_rdma.sinkto", "iwarp_rdma.rdmardsz",
+	"iwarp_rdma.srcstag", "iwarp_rdma.srcto", "iwarp_rdma.atomic.opcode",
+	"iwarp_rdma.atomic.request_identifier", "iwarp_rdma.atomic.remote_stag",
+	"iwarp_rdma.atomic.remote_tagged_offset", "iwarp_rdma.atomic.add_data", "iwarp_rdma.atomic.add_mask",
+	"iwarp_rdma.atomic.swap_data", "iwarp_rdma.atomic.swap_mask", "iwarp_rdma.atomic.compare_data",
+	"iwarp_rdma.atomic.compare_mask", "iwarp_rdma.atomic.original_request_identifier",
+	"iwarp_rdma.atomic.original_remote_data_value"}
+
+// allTsharkFields is every field read from tshark.
+var allTsharkFields = append(append([]string(nil), tsharkFields...), tsharkRDMAPFields...)
 
 // frameFields maps a frame number to field name to the list of values.
 type frameFields map[int]map[string][]string
@@ -60,7 +76,7 @@ func tsharkRead(t *testing.T, tshark, file string) frameFields {
 	t.Helper()
 	args := append([]string{"-r", file}, tsharkArgs...)
 	args = append(args, "-Y", "iwarp_mpa.fpdu", "-T", "fields", "-E", "separator=/t", "-E", "aggregator=;", "-e", "frame.number")
-	for _, f := range tsharkFields {
+	for _, f := range allTsharkFields {
 		args = append(args, "-e", f)
 	}
 	out, err := exec.Command(tshark, args...).Output()
@@ -71,12 +87,12 @@ func tsharkRead(t *testing.T, tshark, file string) frameFields {
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		cols := strings.Split(sc.Text(), "\t")
-		if len(cols) != len(tsharkFields)+1 {
+		if len(cols) != len(allTsharkFields)+1 {
 			t.Fatalf("tshark line %q: %d columns", sc.Text(), len(cols))
 		}
 		var frame int
 		fmt.Sscan(cols[0], &frame)
-		for i, f := range tsharkFields {
+		for i, f := range allTsharkFields {
 			if cols[i+1] == "" {
 				continue
 			}
@@ -140,6 +156,9 @@ func ourFields(t *testing.T, file string) (frameFields, map[int][]string) {
 				continue
 			}
 			h := &it.ULPDU.DDP
+			if h.Control.Version() == wire.RDMAPVersion2 {
+				ff.add(it.Frame, "rv2", "1")
+			}
 			ff.add(it.Frame, "iwarp_rdma.opcode", fmt.Sprintf("0x%02x", uint8(it.ULPDU.Opcode)&0x0F))
 			if h.Tagged {
 				ff.add(it.Frame, "iwarp_ddp.stag", fmt.Sprintf("0x%08x", h.STag))
@@ -149,6 +168,7 @@ func ourFields(t *testing.T, file string) (frameFields, map[int][]string) {
 				ff.add(it.Frame, "iwarp_ddp.msn", fmt.Sprint(h.MSN))
 				ff.add(it.Frame, "iwarp_ddp.mo", fmt.Sprint(h.MO))
 			}
+			rdmapFields(ff, it.Frame, &it.ULPDU)
 			// tshark shows the trailer read big-endian.
 			crcBE := fmt.Sprintf("0x%08x", swap32(it.FPDU.CRC))
 			if it.CRCMode.Checked() {
@@ -164,6 +184,38 @@ func ourFields(t *testing.T, file string) (frameFields, map[int][]string) {
 		}
 	}
 	return ff, verdicts
+}
+
+// rdmapFields adds the RDMAP header fields as tshark formats them.
+func rdmapFields(ff frameFields, frame int, u *wire.ULPDU) {
+	switch u.Header {
+	case wire.HeaderReadRequest:
+		r := &u.ReadRequest
+		ff.add(frame, "iwarp_rdma.sinkstag", fmt.Sprintf("0x%08x", r.SinkSTag))
+		ff.add(frame, "iwarp_rdma.sinkto", fmt.Sprintf("0x%016x", r.SinkTO))
+		ff.add(frame, "iwarp_rdma.rdmardsz", fmt.Sprint(r.Size))
+		ff.add(frame, "iwarp_rdma.srcstag", fmt.Sprintf("0x%08x", r.SrcSTag))
+		ff.add(frame, "iwarp_rdma.srcto", fmt.Sprintf("0x%016x", r.SrcTO))
+	case wire.HeaderAtomicRequest:
+		a := &u.AtomicRequest
+		ff.add(frame, "iwarp_rdma.atomic.opcode", fmt.Sprint(uint8(a.AOpCode)))
+		ff.add(frame, "iwarp_rdma.atomic.request_identifier", fmt.Sprint(a.RequestID))
+		ff.add(frame, "iwarp_rdma.atomic.remote_stag", fmt.Sprint(a.STag))
+		ff.add(frame, "iwarp_rdma.atomic.remote_tagged_offset", fmt.Sprint(a.TO))
+		if a.AOpCode == wire.AOpFetchAdd {
+			ff.add(frame, "iwarp_rdma.atomic.add_data", fmt.Sprint(a.AddSwapData))
+			ff.add(frame, "iwarp_rdma.atomic.add_mask", fmt.Sprintf("0x%016x", a.AddSwapMask))
+		} else {
+			ff.add(frame, "iwarp_rdma.atomic.swap_data", fmt.Sprint(a.AddSwapData))
+			ff.add(frame, "iwarp_rdma.atomic.swap_mask", fmt.Sprintf("0x%016x", a.AddSwapMask))
+		}
+		ff.add(frame, "iwarp_rdma.atomic.compare_data", fmt.Sprint(a.CompareData))
+		ff.add(frame, "iwarp_rdma.atomic.compare_mask", fmt.Sprintf("0x%016x", a.CompareMask))
+	case wire.HeaderAtomicResponse:
+		r := &u.AtomicResponse
+		ff.add(frame, "iwarp_rdma.atomic.original_request_identifier", fmt.Sprint(r.RequestID))
+		ff.add(frame, "iwarp_rdma.atomic.original_remote_data_value", fmt.Sprint(r.OriginalValue))
+	}
 }
 
 func swap32(v uint32) uint32 { return v>>24 | v>>8&0xFF00 | v<<8&0xFF0000 | v<<24 }
@@ -182,6 +234,10 @@ func compareWithTshark(t *testing.T, tshark, file string) int {
 	for f := range theirs {
 		frames[f] = true
 	}
+	fields := tsharkFields
+	if !hasV2(ours) {
+		fields = allTsharkFields
+	}
 	n := 0
 	for _, f := range slices.Sorted(func(yield func(int) bool) {
 		for k := range frames {
@@ -190,7 +246,7 @@ func compareWithTshark(t *testing.T, tshark, file string) int {
 			}
 		}
 	}) {
-		for _, field := range tsharkFields {
+		for _, field := range fields {
 			a, b := ours[f][field], theirs[f][field]
 			if !slices.Equal(a, b) {
 				t.Errorf("%s frame %d %s: ours %v, tshark %v", filepath.Base(file), f, field, a, b)
@@ -202,6 +258,17 @@ func compareWithTshark(t *testing.T, tshark, file string) int {
 		n += len(ours[f]["iwarp_rdma.opcode"])
 	}
 	return n
+}
+
+// hasV2 reports whether any FPDU decoded from the capture is RDMAP
+// version 2 (recorded by ourFields under the pseudo-field "rv2").
+func hasV2(ff frameFields) bool {
+	for _, m := range ff {
+		if len(m["rv2"]) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func TestDecodeMatchesTsharkOnCaptures(t *testing.T) {
