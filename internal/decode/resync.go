@@ -28,8 +28,9 @@ import (
 //     capture), a matching trailer decides "CRC on"; otherwise the
 //     CRC-off rule decides "CRC off" — except for connections that are
 //     not known to be MPA at all (no startup, port not given with -port),
-//     where only a matching CRC is accepted, so that other TCP traffic is
-//     not mistaken for iWARP.
+//     where only matching CRCs are accepted, on this FPDU and the next
+//     (unless this one ends the run), so that other TCP traffic is not
+//     mistaken for iWARP.
 //
 // Markers are only handled when the MPA startup was captured (their
 // positions count from the first FPDU); a mid-connection capture with
@@ -114,7 +115,7 @@ func (w *walker) candidate(r capture.Run, j int) bool {
 	case CRCOn, CRCAssumedOn:
 		return match
 	case CRCUnknown:
-		if match {
+		if match && (!w.strict || w.chainCRC(r, j+f.Size)) {
 			w.crc = CRCAssumedOn
 			return true
 		}
@@ -125,6 +126,19 @@ func (w *walker) candidate(r capture.Run, j int) bool {
 		return true
 	}
 	return w.chain(r, j, f)
+}
+
+// chainCRC reports whether the FPDU at r.Data[k] also carries a matching
+// CRC, or the run ends at k. A connection not known to be MPA needs two
+// FPDUs in a row with matching CRCs: one match in 2^32 random candidates
+// is too likely over a large capture.
+func (w *walker) chainCRC(r capture.Run, k int) bool {
+	if k >= len(r.Data) {
+		return true
+	}
+	g, err := fpdu.DecodeFPDU(nil, r.Data[k:], 0, fpdu.Options{CRC: true})
+	w.budget += uint64(g.Size)
+	return err == nil
 }
 
 // chain applies the CRC-off part of rule 3 to the FPDU f found at
