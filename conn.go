@@ -36,6 +36,14 @@ type ConnOptions struct {
 	// MaxPrivateData bounds the private data accepted from the peer
 	// (default 512).
 	MaxPrivateData int
+	// SettleDelay (Initiator) is how long Connect waits after the startup
+	// before it returns, when the peer is not known to be this stack (it
+	// did not agree to the project's extension bits). Linux siw 6.1 hooks
+	// its receive path to the connection only after it sent the Reply (and,
+	// in peer-to-peer mode, after the RTR): an FPDU that arrives in that
+	// window is not processed, and the connection hangs or siw's iw_cm
+	// trips a BUG (docs/interop.md). Default 100 ms; negative: no wait.
+	SettleDelay time.Duration
 }
 
 func (o *ConnOptions) mpaConfig(qp *QP) *mpa.Config {
@@ -103,6 +111,22 @@ func (qp *QP) ConnectConn(ctx context.Context, nc net.Conn, opts *ConnOptions) e
 	if err != nil {
 		nc.Close()
 		return wrapSetupError(err)
+	}
+	if p := c.Params(); p.Extensions == 0 {
+		settle := 100 * time.Millisecond
+		if opts != nil && opts.SettleDelay != 0 {
+			settle = opts.SettleDelay
+		}
+		if settle > 0 {
+			t := time.NewTimer(settle)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				c.Close()
+				return ctx.Err()
+			}
+		}
 	}
 	if err := qp.start(c); err != nil {
 		c.Close()
