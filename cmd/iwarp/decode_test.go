@@ -48,7 +48,12 @@ func goldenInputs(t *testing.T) []string {
 	if len(files) == 0 {
 		t.Skipf("no shared captures or vectors under %s", sharedDir)
 	}
-	return files
+	// The project's own captures of this stack talking to siw in the VM.
+	own, err := filepath.Glob("../../interop/captures/*.pcapng")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(files, own...)
 }
 
 func TestDecodeGolden(t *testing.T) {

@@ -209,10 +209,14 @@ func (dc *Conn) settings() {
 		}
 		dc.checkReply()
 		offered, answered := req.Flags.Ext().Normalize(), rep.Flags.Ext().Normalize()
-		if answered&^offered != 0 {
+		switch {
+		case answered&^offered != 0:
 			dc.Notes = append(dc.Notes, "Reply claims extension bits the Request did not offer ("+
 				answered.String()+" vs "+offered.String()+"): protocol error, extensions taken as none")
-		} else {
+		case req.Flags&mpa.FlagEchoProbe != 0 && rep.Flags&mpa.FlagEchoProbe != 0:
+			dc.Notes = append(dc.Notes, "Reply repeats the Request's echo probe (0x08): the Responder copies "+
+				"reserved bits (Linux siw), so its extension bits are an echo: extensions taken as none")
+		default:
 			dc.Ext = answered
 		}
 	case req != nil:
