@@ -122,7 +122,9 @@ func (qp *QP) releaseTx() {
 	t.mu.Unlock()
 }
 
-// txLoop is the transmit goroutine: it runs whenever it is handed the role.
+// txLoop is the transmit goroutine: it runs whenever it is handed the role,
+// until the QP is torn down. It outlives a stopped transmit path (after a
+// Terminate) so that a role handed to it is always given back.
 func (qp *QP) txLoop() {
 	for {
 		select {
@@ -131,10 +133,6 @@ func (qp *QP) txLoop() {
 			return
 		}
 		for qp.pump(-1) {
-		}
-		if qp.tx.stop {
-			qp.releaseTx()
-			return
 		}
 		qp.releaseTx()
 	}
