@@ -347,7 +347,7 @@ func (qp *QP) completeRead() {
 	qp.sq[seq%uint64(len(qp.sq))].complete = true
 	qp.advanceCompletionsLocked()
 	qp.mu.Unlock()
-	qp.kickAsync() // an ORD credit is free: queued Reads may go
+	qp.kick() // an ORD credit is free: queued Reads may go (never blocks)
 }
 
 // queueRead queues the response to the Read Request just received.
@@ -356,7 +356,7 @@ func (qp *QP) queueRead() {
 	qp.irq.push(qp.rx.irqNew)
 	qp.mu.Unlock()
 	qp.rx.irqNew = irqEntry{}
-	qp.kickAsync()
+	qp.kick() // answered from here when the socket has room: no hand-off
 }
 
 // advanceCompletionsLocked reports the send-queue completions that are due,

@@ -16,11 +16,11 @@ import (
 // left (a large message, or work queued by the receive goroutine, which must
 // never block on the socket) is passed to the QP's transmit goroutine.
 type txState struct {
-	mu      sync.Mutex
-	busy    bool       // some goroutine holds the transmit role
-	pending bool       // work was queued while the role was held
-	cond    *sync.Cond // signalled when busy goes false
-	wake    chan struct{}
+	mu          sync.Mutex
+	busy        bool       // some goroutine holds the transmit role
+	pendingWork bool       // work was queued while the role was held
+	cond        *sync.Cond // signalled when busy goes false
+	wake        chan struct{}
 
 	// Owned by the holder of the transmit role.
 	msn    [4]uint32 // next MSN to send per QN
@@ -29,7 +29,12 @@ type txState struct {
 	pieces [][]byte
 	batch  int // payload bytes appended since the last flush
 	stop   bool
-	final  bool // guarded by mu: the role was taken for good (teardown)
+	// pending is a message whose last segment is in the Writer but not yet
+	// flushed (a TryFlush left it queued); it counts as sent after the
+	// next successful flush.
+	pending    txMsg
+	hasPending bool
+	final      bool // guarded by mu: the role was taken for good (teardown)
 }
 
 const (
@@ -64,19 +69,21 @@ type txMsg struct {
 	sgOff uint64 // and offset within that SGE
 }
 
-// kick makes sure someone transmits the queued work. Called by posters: if
-// the role is free, the caller takes it and sends a bounded amount itself.
+// kick makes sure someone transmits the queued work. Posters and the
+// receive goroutine call it: if the role is free the caller takes it and
+// sends small messages itself without blocking (pumpTry); anything that
+// would block, or a large message, goes to the transmit goroutine.
 func (qp *QP) kick() {
 	t := &qp.tx
 	t.mu.Lock()
 	if t.busy {
-		t.pending = true
+		t.pendingWork = true
 		t.mu.Unlock()
 		return
 	}
 	t.busy = true
 	t.mu.Unlock()
-	if qp.pump(inlineBudget) {
+	if qp.pumpTry(inlineBudget) {
 		qp.handOff()
 		return
 	}
@@ -89,7 +96,7 @@ func (qp *QP) kickAsync() {
 	t := &qp.tx
 	t.mu.Lock()
 	if t.busy {
-		t.pending = true
+		t.pendingWork = true
 		t.mu.Unlock()
 		return
 	}
@@ -111,8 +118,8 @@ func (qp *QP) handOff() {
 func (qp *QP) releaseTx() {
 	t := &qp.tx
 	t.mu.Lock()
-	if t.pending {
-		t.pending = false
+	if t.pendingWork {
+		t.pendingWork = false
 		t.mu.Unlock()
 		qp.handOff()
 		return
@@ -146,6 +153,14 @@ func (qp *QP) pump(budget int) bool {
 		return false
 	}
 	w := qp.conn.Writer()
+	if t.hasPending {
+		if err := qp.flush(); err != nil {
+			qp.txFailed(err)
+			return false
+		}
+		t.hasPending = false
+		qp.msgSent(&t.pending)
+	}
 	sent := 0
 	for {
 		if qp.sendTerminateIfDue() {
@@ -191,6 +206,70 @@ func (qp *QP) flush() error {
 		_ = qp.conn.NetConn().SetWriteDeadline(time.Now().Add(qp.cfg.OpTimeout))
 	}
 	return qp.conn.Writer().Flush()
+}
+
+// pumpTry sends queued messages of up to budget bytes each without ever
+// blocking on the socket (fpdu.Writer.TryFlush). It reports whether work is
+// left for the transmit goroutine: a message too large to send inline, a
+// Terminate, or bytes the socket had no room for.
+func (qp *QP) pumpTry(budget int) bool {
+	t := &qp.tx
+	if t.stop {
+		return false
+	}
+	qp.mu.Lock()
+	due := qp.termDue != nil
+	qp.mu.Unlock()
+	if due || t.cur.kind != txNone {
+		return true
+	}
+	w := qp.conn.Writer()
+	if t.hasPending || w.Buffered() > 0 {
+		done, err := w.TryFlush()
+		if err != nil {
+			qp.txFailed(err)
+			return false
+		}
+		if !done {
+			return true
+		}
+		if t.hasPending {
+			t.hasPending = false
+			qp.msgSent(&t.pending)
+		}
+	}
+	for sent := 0; sent < budget; {
+		if !qp.nextMsg() {
+			return false
+		}
+		if t.cur.size > uint64(budget) {
+			return true // large: the transmit goroutine sends it
+		}
+		for {
+			n, last, err := qp.appendSegment()
+			if err != nil {
+				qp.txFailed(err)
+				return false
+			}
+			sent += n
+			if last {
+				break
+			}
+		}
+		msg := t.cur
+		t.cur = txMsg{}
+		done, err := w.TryFlush()
+		if err != nil {
+			qp.txFailed(err)
+			return false
+		}
+		if !done {
+			t.pending, t.hasPending = msg, true
+			return true
+		}
+		qp.msgSent(&msg)
+	}
+	return qp.hasWork()
 }
 
 // hasWork reports whether a message is waiting to be started.

@@ -30,6 +30,8 @@ type Writer struct {
 	err   error       // sticky write error
 
 	hold bool // Responder rule still to be checked
+
+	raw rawWriter // TryFlush's non-blocking writev
 }
 
 func (w *Writer) init(c *Conn) {
@@ -40,6 +42,7 @@ func (w *Writer) init(c *Conn) {
 	w.hold = c.opts.HoldSendUntilReceive
 	w.arena = make([]byte, 0, 256)
 	w.iov = make(net.Buffers, 0, 16)
+	w.raw.init(c.nc)
 }
 
 // copyMax is the largest payload piece Append copies into the arena

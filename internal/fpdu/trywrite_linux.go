@@ -1,0 +1,82 @@
+//go:build linux
+
+package fpdu
+
+import (
+	"net"
+	"syscall"
+	"unsafe"
+)
+
+// rawWriter makes one non-blocking writev(2) through the connection's
+// syscall.RawConn, for TryFlush. Go sockets are non-blocking underneath, so
+// the call takes what the socket buffer has room for and never waits.
+type rawWriter struct {
+	ok    bool
+	rc    syscall.RawConn
+	iov   []syscall.Iovec
+	cnt   int
+	n     int
+	errno syscall.Errno
+	fn    func(fd uintptr) bool
+}
+
+// maxIOV is Linux's IOV_MAX: the most iovecs one writev takes.
+const maxIOV = 1024
+
+func (x *rawWriter) init(c net.Conn) {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return
+	}
+	x.rc = rc
+	x.fn = x.do
+	x.ok = true
+}
+
+func (x *rawWriter) do(fd uintptr) bool {
+	n, _, e := syscall.Syscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&x.iov[0])), uintptr(x.cnt))
+	x.n, x.errno = int(n), e
+	return true // never wait for the socket: that is Flush's job
+}
+
+// writev writes the slices of bufs (up to IOV_MAX of them) once, without
+// blocking, and returns how many octets the socket took (0 when it had no
+// room).
+func (x *rawWriter) writev(bufs net.Buffers) (int, error) {
+	if !x.ok {
+		return 0, nil
+	}
+	x.iov = x.iov[:0]
+	for _, b := range bufs {
+		if len(b) == 0 {
+			continue
+		}
+		if len(x.iov) == maxIOV {
+			break
+		}
+		v := syscall.Iovec{Base: &b[0]}
+		v.SetLen(len(b))
+		x.iov = append(x.iov, v)
+	}
+	if len(x.iov) == 0 {
+		return 0, nil
+	}
+	x.cnt, x.n, x.errno = len(x.iov), 0, 0
+	err := x.rc.Write(x.fn)
+	clear(x.iov) // drop the references to the payloads
+	if err != nil {
+		return 0, err
+	}
+	switch x.errno {
+	case 0:
+		return x.n, nil
+	case syscall.EAGAIN, syscall.EINTR:
+		return 0, nil
+	}
+	return 0, x.errno
+}
