@@ -25,6 +25,9 @@ type ConnOptions struct {
 	NoCRC bool
 	// Markers asks the peer to insert MPA markers into what it sends.
 	Markers bool
+	// Dialer, if set, makes the connection for Connect (a network
+	// namespace, a proxy, TLS...); default net.Dialer.
+	Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
 	// MPARevision 1 uses RFC 5044 startup without IRD/ORD negotiation
 	// (default 2, RFC 6581).
 	MPARevision int
@@ -90,8 +93,11 @@ func wrapSetupError(err error) error {
 // Connect dials addr (network "tcp", "tcp4" or "tcp6") and runs the MPA
 // connection setup as Initiator; on success the QP is in StateRTS.
 func (qp *QP) Connect(ctx context.Context, network, addr string, opts *ConnOptions) error {
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, network, addr)
+	dial := (&net.Dialer{}).DialContext
+	if opts != nil && opts.Dialer != nil {
+		dial = opts.Dialer
+	}
+	nc, err := dial(ctx, network, addr)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"testing"
 	"time"
 
@@ -220,5 +221,43 @@ func TestEvents(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatal("no event")
 		}
+	}
+}
+
+// TestCallerSuppliedTransport: a caller-supplied dialer and listener carry
+// the connection (here they count the connections they made).
+func TestCallerSuppliedTransport(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := iwarp.NewListener(raw, nil)
+	defer ln.Close()
+	a, b := newEndpoint(t), newEndpoint(t)
+	defer a.qp.Close()
+	defer b.qp.Close()
+	go func() {
+		if req, err := ln.Accept(ctx); err == nil {
+			_ = req.Accept(ctx, b.qp, nil)
+		}
+	}()
+	dials := 0
+	opts := &iwarp.ConnOptions{Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials++
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}}
+	if err := a.qp.Connect(ctx, "tcp", raw.Addr().String(), opts); err != nil {
+		t.Fatal(err)
+	}
+	if dials != 1 {
+		t.Fatalf("dialer used %d times", dials)
+	}
+	if err := a.qp.Send(ctx); err == nil {
+		// no receive posted at b: the Send is fatal there, which proves the
+		// bytes went through the supplied transport
+		<-b.qp.Done()
 	}
 }
