@@ -37,8 +37,15 @@ func newEndpoint(t testing.TB) *endpoint {
 	return &endpoint{dev: dev, pd: pd, cq: cq, qp: qp}
 }
 
-// connectPair connects two endpoints over loopback through Listen/Connect.
+// connectPair connects two new endpoints over loopback through
+// Listen/Connect.
 func connectPair(t testing.TB, client, server *iwarp.ConnOptions) (*endpoint, *endpoint) {
+	t.Helper()
+	return connect(t, newEndpoint(t), newEndpoint(t), client, server)
+}
+
+// connect connects a (Initiator) to b (Responder) over loopback.
+func connect(t testing.TB, a, b *endpoint, client, server *iwarp.ConnOptions) (*endpoint, *endpoint) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -47,7 +54,6 @@ func connectPair(t testing.TB, client, server *iwarp.ConnOptions) (*endpoint, *e
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	a, b := newEndpoint(t), newEndpoint(t)
 	errc := make(chan error, 1)
 	go func() {
 		req, err := ln.Accept(ctx)

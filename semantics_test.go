@@ -281,27 +281,5 @@ func connectPairDepth(t *testing.T, depth int) (*endpoint, *endpoint) {
 		}
 		return &endpoint{dev: dev, pd: pd, cq: cq, qp: qp}
 	}
-	a, b := mk(), mk()
-	ctx := ctx10(t)
-	ln, err := iwarp.Listen("tcp", "127.0.0.1:0", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	errc := make(chan error, 1)
-	go func() {
-		req, err := ln.Accept(ctx)
-		if err == nil {
-			err = req.Accept(ctx, b.qp, nil)
-		}
-		errc <- err
-	}()
-	if err := a.qp.Connect(ctx, "tcp", ln.Addr().String(), nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-errc; err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.qp.Close(); b.qp.Close() })
-	return a, b
+	return connect(t, mk(), mk(), nil, nil)
 }

@@ -69,20 +69,29 @@ type txMsg struct {
 	sgOff uint64 // and offset within that SGE
 }
 
+// takeRole takes the transmit role if it is free. If another goroutine
+// holds it, it records that work is waiting (the holder looks again before
+// it lets go) and returns false.
+func (qp *QP) takeRole() bool {
+	t := &qp.tx
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.busy {
+		t.pendingWork = true
+		return false
+	}
+	t.busy = true
+	return true
+}
+
 // kick makes sure someone transmits the queued work. Posters and the
 // receive goroutine call it: if the role is free the caller takes it and
 // sends small messages itself without blocking (pumpTry); anything that
 // would block, or a large message, goes to the transmit goroutine.
 func (qp *QP) kick() {
-	t := &qp.tx
-	t.mu.Lock()
-	if t.busy {
-		t.pendingWork = true
-		t.mu.Unlock()
+	if !qp.takeRole() {
 		return
 	}
-	t.busy = true
-	t.mu.Unlock()
 	if qp.pumpTry(inlineBudget) {
 		qp.handOff()
 		return
@@ -90,19 +99,12 @@ func (qp *QP) kick() {
 	qp.releaseTx()
 }
 
-// kickAsync asks the transmit goroutine to send queued work; the receive
-// goroutine uses it so it never blocks on the socket.
+// kickAsync asks the transmit goroutine to send queued work (a Terminate,
+// which is written with a blocking flush).
 func (qp *QP) kickAsync() {
-	t := &qp.tx
-	t.mu.Lock()
-	if t.busy {
-		t.pendingWork = true
-		t.mu.Unlock()
-		return
+	if qp.takeRole() {
+		qp.handOff()
 	}
-	t.busy = true
-	t.mu.Unlock()
-	qp.handOff()
 }
 
 // handOff passes the held transmit role to the transmit goroutine.

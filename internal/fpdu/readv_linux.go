@@ -24,12 +24,8 @@ type rawReader struct {
 }
 
 func (x *rawReader) init(c net.Conn) {
-	sc, ok := c.(syscall.Conn)
+	rc, ok := rawConn(c)
 	if !ok {
-		return
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
 		return
 	}
 	x.rc = rc

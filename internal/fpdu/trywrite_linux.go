@@ -25,12 +25,8 @@ type rawWriter struct {
 const maxIOV = 1024
 
 func (x *rawWriter) init(c net.Conn) {
-	sc, ok := c.(syscall.Conn)
+	rc, ok := rawConn(c)
 	if !ok {
-		return
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
 		return
 	}
 	x.rc = rc
