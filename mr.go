@@ -96,6 +96,10 @@ func (mr *MR) Deregister(ctx context.Context) error {
 	return mr.pd.dev.table.Deregister(ctx, mr.r)
 }
 
+// Close deregisters the region, waiting as long as a placement into it is
+// in flight (see Deregister).
+func (mr *MR) Close() error { return mr.Deregister(context.Background()) }
+
 // RemoteBuffer names a peer's registered memory: what a peer advertises so
 // that one-sided operations can target it.
 type RemoteBuffer struct {
