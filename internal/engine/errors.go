@@ -78,7 +78,11 @@ var (
 	ErrInvalidMO              = &wire.ProtocolError{What: "untagged segment at an unexpected MO", Code: wire.TermDDPInvalidMO}
 	ErrRecvTooLong            = &wire.ProtocolError{What: "Send longer than the posted receive", Code: wire.TermDDPTooLong}
 	ErrReadRequestLength      = &wire.ProtocolError{What: "Read Request of the wrong length", Code: wire.TermRDMAPOpUnspecified}
-	ErrIRDExceeded            = &wire.ProtocolError{What: "more Read Requests outstanding than IRD", Code: wire.TermRDMAPStreamCatastroph}
+	ErrIRDExceeded            = &wire.ProtocolError{What: "more Read and Atomic Requests outstanding than IRD", Code: wire.TermRDMAPStreamCatastroph}
+	// RFC 7306 §5: a response that matches nothing outstanding is an
+	// error surfaced and the stream terminated (codes: project choice).
+	ErrUnexpectedAtomicResponse = &wire.ProtocolError{What: "Atomic Response with no outstanding Atomic Request", Code: wire.TermRDMAPUnexpectedOpcode}
+	ErrAtomicResponseID         = &wire.ProtocolError{What: "Atomic Response with an unexpected request identifier", Code: wire.TermRDMAPOpUnspecified}
 )
 
 // placementError is the violation of a failed access check.

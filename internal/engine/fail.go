@@ -157,6 +157,13 @@ func (qp *QP) flushAll() {
 		qp.irq.at(0).release()
 		qp.irq.pop()
 	}
+	// A request accepted by the receive goroutine whose FPDU then failed
+	// its CRC check still pins its region (flushAll runs on that goroutine).
+	qp.rx.irqNew.release()
+	if qp.rx.atomicRegion != nil {
+		qp.rx.atomicRegion.Release()
+		qp.rx.atomicRegion = nil
+	}
 	qp.irqSent = 0
 	for qp.orq.len() > 0 {
 		qp.orq.pop()

@@ -27,6 +27,7 @@ type pairOpts struct {
 	mulpdu   int
 	depth    int
 	ird, ord int
+	ext      bool // RFC 7306 agreed
 }
 
 // tcpPair returns the two ends of a real loopback TCP connection.
@@ -72,7 +73,7 @@ func newSide(t testing.TB, o pairOpts, nc net.Conn) *side {
 		t.Fatal(err)
 	}
 	s.qp = qp
-	s.params = Params{IRD: max(o.ird, 1), ORD: max(o.ord, 1), MULPDU: o.mulpdu}
+	s.params = Params{IRD: max(o.ird, 1), ORD: max(o.ord, 1), MULPDU: o.mulpdu, RFC7306: o.ext}
 	return s
 }
 

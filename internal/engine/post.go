@@ -38,6 +38,12 @@ func (qp *QP) postOneSend(wr *SendWR) error {
 	}
 	switch wr.Op {
 	case OpSend, OpSendInv, OpSendSE, OpSendSEInv, OpWrite, OpRead:
+	case OpFetchAdd, OpCmpSwap, OpImmediate, OpImmediateSE, OpWriteImm, OpWriteImmSE:
+		// RFC 7306 messages go only to a peer known to support them
+		// (extensions.md §3.1).
+		if !qp.p.RFC7306 {
+			return ErrNotSupportedByPeer
+		}
 	default:
 		return ErrBadOp
 	}
@@ -55,6 +61,23 @@ func (qp *QP) postOneSend(wr *SendWR) error {
 	if total > MaxMessageSize {
 		return ErrMessageSize
 	}
+	if wr.Op.atomic() {
+		if qp.p.ORD == 0 {
+			return ErrNoORD
+		}
+		if wr.RemoteTO%8 != 0 {
+			return ErrMisaligned
+		}
+		if len(wr.SGL) > 1 || (len(wr.SGL) == 1 && (wr.SGL[0].Len < 8 || !wr.SGL[0].Region.Access().LocalWrite())) {
+			return ErrBadSGE
+		}
+		total = 0 // the SGE receives the result; nothing is sent from it
+	}
+	if wr.Op == OpImmediate || wr.Op == OpImmediateSE {
+		if len(wr.SGL) != 0 {
+			return ErrBadSGE // Immediate Data carries no payload
+		}
+	}
 	if wr.Op == OpRead {
 		if qp.p.ORD == 0 {
 			return ErrNoORD
@@ -70,7 +93,7 @@ func (qp *QP) postOneSend(wr *SendWR) error {
 	e := &qp.sq[slot]
 	sgl := qp.sqSGE[int(slot)*qp.cfg.MaxSGE : int(slot)*qp.cfg.MaxSGE : int(slot+1)*qp.cfg.MaxSGE]
 	*e = sqEntry{wr: *wr, seq: qp.sqTail}
-	if wr.Flags&Inline != 0 && wr.Op != OpRead {
+	if wr.Flags&Inline != 0 && wr.Op != OpRead && !wr.Op.atomic() {
 		if total > uint64(qp.cfg.MaxInline) {
 			return ErrInlineTooLong
 		}

@@ -44,7 +44,13 @@ var (
 	ErrInlineTooLong = errors.New("engine: inline data longer than the QP's inline limit")
 	ErrReadSinkSGE   = errors.New("engine: an RDMA Read sink must be a single SGE")
 	ErrAccess        = errors.New("engine: a local buffer lacks the access the operation needs")
-	ErrNoORD         = errors.New("engine: RDMA Read with an ORD of 0: the peer accepts no Read Requests")
+	ErrNoORD         = errors.New("engine: RDMA Read or atomic with an ORD of 0: the peer accepts no Read or Atomic Requests")
+	// ErrNotSupportedByPeer: the operation needs an RDMAP extension the
+	// peer did not agree to; nothing was sent (extensions.md §3.1).
+	ErrNotSupportedByPeer = errors.New("engine: operation not supported by the peer (RFC 7306 not negotiated)")
+	// ErrMisaligned: an atomic's remote TO or result buffer is not 8-byte
+	// aligned.
+	ErrMisaligned = errors.New("engine: atomic target must be 8-byte aligned")
 )
 
 // MaxMessageSize is the largest message (Send, Write or Read) one work
@@ -83,6 +89,10 @@ type Params struct {
 	// (2 where a Send or Read RTR used MSN 1; else 1).
 	FirstSendMSN, FirstReadMSN         uint32
 	FirstPeerSendMSN, FirstPeerReadMSN uint32
+	// RFC7306: the peer agreed to (or was declared to support) RFC 7306,
+	// so this side may send its messages. Received RFC 7306 messages are
+	// processed whatever this says (extensions.md §3.4).
+	RFC7306 bool
 }
 
 // QP is one queue pair: an RDMAP stream over one MPA connection.
@@ -148,6 +158,7 @@ type sqEntry struct {
 	inline   []byte // Inline: the payload, copied at post time
 	size     uint64 // payload bytes (Read: bytes to read)
 	read     uint64 // Read: response bytes placed
+	original uint64 // atomic: the value found at the target
 }
 
 type rqEntry struct {

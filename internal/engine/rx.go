@@ -29,15 +29,26 @@ type rxState struct {
 	// after is what to do once the FPDU's CRC has been verified.
 	after  afterAction
 	irqNew irqEntry
+
+	// RFC 7306 state between a message's header and its CRC check.
+	atomic       wire.AtomicRequest
+	atomicRegion *mem.Region
+	atomicOrig   uint64
+	immOp        wire.Opcode
+	immEntry     *rqEntry
+	imm          uint64
 }
 
 type afterAction uint8
 
 const (
-	afterNothing   afterAction = iota
-	afterRecvDone              // a Send's last segment: complete the receive
-	afterReadDone              // a Read Response's last segment: complete the Read
-	afterQueueRead             // a Read Request: queue its response
+	afterNothing    afterAction = iota
+	afterRecvDone               // a Send's last segment: complete the receive
+	afterReadDone               // a Read Response's last segment: complete the Read
+	afterQueueRead              // a Read Request: queue its response
+	afterAtomic                 // an Atomic Request: perform it, queue its response
+	afterAtomicDone             // an Atomic Response: complete the atomic
+	afterImmediate              // Immediate Data: complete the receive
 )
 
 // irqEntry is one Read Request of the peer, waiting for its response.
@@ -47,6 +58,11 @@ type irqEntry struct {
 	size     uint32
 	src      []byte      // the source bytes, pinned
 	region   *mem.Region // nil for a zero-length Read
+
+	// An Atomic Response to send instead (RFC 7306).
+	atomic bool
+	reqID  uint32
+	orig   uint64
 }
 
 func (e *irqEntry) release() {
@@ -110,9 +126,15 @@ func (qp *QP) rxFPDU(r *fpdu.Reader, n int) error {
 		err = qp.rxReadRequest(r, &h, rest, n)
 	case wire.OpTerminate:
 		return qp.rxTerminate(r, &h, rest)
+	// RFC 7306 messages are processed whether or not the extension was
+	// negotiated: only sending is gated (extensions.md §3.4).
+	case wire.OpAtomicRequest:
+		err = qp.rxAtomicRequest(r, &h, rest, n)
+	case wire.OpAtomicResponse:
+		err = qp.rxAtomicResponse(r, &h, rest, n)
+	case wire.OpImmediate, wire.OpImmediateSE:
+		err = qp.rxImmediate(r, &h, rest, n)
 	default:
-		// RFC 7306 messages are the extension issue's; until then they
-		// are opcodes this engine does not expect.
 		return qp.termDDP(wire.ErrUnexpectedOpcode, &h, n)
 	}
 	if err != nil {
@@ -128,6 +150,12 @@ func (qp *QP) rxFPDU(r *fpdu.Reader, n int) error {
 		qp.completeRead()
 	case afterQueueRead:
 		qp.queueRead()
+	case afterAtomic:
+		qp.doAtomic()
+	case afterAtomicDone:
+		qp.completeAtomic()
+	case afterImmediate:
+		qp.completeImmediate()
 	}
 	return nil
 }
@@ -368,7 +396,10 @@ func (qp *QP) advanceCompletionsLocked() {
 			return
 		}
 		qp.sqDone++
-		c := CQE{ID: e.wr.ID, QP: qp, Status: e.status, Op: e.wr.Op, Len: uint32(e.size), Err: e.err, sqSeq: e.seq}
+		c := CQE{ID: e.wr.ID, QP: qp, Status: e.status, Op: e.wr.Op, Len: uint32(e.size), Err: e.err, sqSeq: e.seq, Original: e.original}
+		if e.wr.Op.atomic() {
+			c.Len = 8
+		}
 		switch {
 		case e.wr.Waiter != nil:
 			e.cqe = true

@@ -67,6 +67,9 @@ type txMsg struct {
 	msn   uint32
 	sge   int    // cursor into the SGL: index
 	sgOff uint64 // and offset within that SGE
+	// immDone: a Write with Immediate's Write part has been segmented;
+	// the Immediate Data message is next.
+	immDone bool
 }
 
 // takeRole takes the transmit role if it is free. If another goroutine
@@ -303,7 +306,7 @@ func (qp *QP) nextMsg() bool {
 	if e.wr.Flags&Fence != 0 && qp.orq.len() > 0 {
 		return false // waits for the earlier Reads to complete
 	}
-	if e.wr.Op == OpRead {
+	if e.wr.Op.outbound() {
 		if qp.orq.full() {
 			return false // ORD credits exhausted: queued locally
 		}
@@ -315,9 +318,12 @@ func (qp *QP) nextMsg() bool {
 	case OpSend, OpSendInv, OpSendSE, OpSendSEInv:
 		t.cur.msn = t.msn[wire.QNSend]
 		t.msn[wire.QNSend]++
-	case OpRead:
+	case OpRead, OpFetchAdd, OpCmpSwap:
 		t.cur.msn = t.msn[wire.QNReadReq]
 		t.msn[wire.QNReadReq]++
+	case OpImmediate, OpImmediateSE, OpWriteImm, OpWriteImmSE:
+		t.cur.msn = t.msn[wire.QNSend]
+		t.msn[wire.QNSend]++
 	}
 	return true
 }
@@ -337,12 +343,20 @@ func (qp *QP) appendSegment() (int, bool, error) {
 	hdr := t.hdr[:0]
 	var rdmapHdr []byte
 	switch {
+	case m.kind == txResponse && m.r.atomic:
+		return 0, true, qp.appendAtomicResponse(m.r)
+	case m.kind == txSQ && m.e.wr.Op.atomic():
+		return 0, true, qp.appendAtomicRequest(m)
+	case m.kind == txSQ && (m.e.wr.Op == OpImmediate || m.e.wr.Op == OpImmediateSE):
+		return 0, true, qp.appendImmediate(m)
+	case m.kind == txSQ && (m.e.wr.Op == OpWriteImm || m.e.wr.Op == OpWriteImmSE) && m.immDone:
+		return 0, true, qp.appendImmediate(m)
 	case m.kind == txResponse:
 		h.Tagged = true
 		h.Control = wire.MakeRDMAPControl(wire.RDMAPVersion1, wire.OpReadResponse)
 		h.STag = m.r.sinkSTag
 		h.TO = m.r.sinkTO + m.off
-	case m.e.wr.Op == OpWrite:
+	case m.e.wr.Op == OpWrite || m.e.wr.Op == OpWriteImm || m.e.wr.Op == OpWriteImmSE:
 		h.Tagged = true
 		h.Control = wire.MakeRDMAPControl(wire.RDMAPVersion1, wire.OpWrite)
 		h.STag = m.e.wr.RemoteSTag
@@ -375,6 +389,10 @@ func (qp *QP) appendSegment() (int, bool, error) {
 		return 0, false, err
 	}
 	m.off += n
+	if h.Last && m.kind == txSQ && (m.e.wr.Op == OpWriteImm || m.e.wr.Op == OpWriteImmSE) {
+		m.immDone = true
+		return int(n), false, nil // the Immediate Data message follows
+	}
 	return int(n), h.Last, nil
 }
 
@@ -424,7 +442,7 @@ func (qp *QP) msgSent(m *txMsg) {
 		qp.irq.pop()
 		qp.irqSent--
 	case txSQ:
-		if m.e.wr.Op != OpRead {
+		if !m.e.wr.Op.outbound() {
 			m.e.complete = true
 			qp.advanceCompletionsLocked()
 		}

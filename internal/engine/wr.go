@@ -14,12 +14,28 @@ const (
 	OpWrite                   // RDMA Write (RFC 5040 §5.1)
 	OpRead                    // RDMA Read (RFC 5040 §5.2)
 	OpRecv                    // the completion of a receive work request
+
+	// RFC 7306.
+	OpFetchAdd    // Atomic FetchAdd (with Add Mask), §5.1.1
+	OpCmpSwap     // Atomic CmpSwap (with Compare and Swap Masks), §5.1.2
+	OpImmediate   // Immediate Data, §6
+	OpImmediateSE // Immediate Data with Solicited Event
+	OpWriteImm    // RDMA Write followed by Immediate Data ("Write with Immediate")
+	OpWriteImmSE  // RDMA Write followed by Immediate Data with Solicited Event
 )
 
 var opNames = [...]string{
 	OpSend: "Send", OpSendInv: "SendInv", OpSendSE: "SendSE", OpSendSEInv: "SendSEInv",
 	OpWrite: "Write", OpRead: "Read", OpRecv: "Recv",
+	OpFetchAdd: "FetchAdd", OpCmpSwap: "CmpSwap", OpImmediate: "Immediate", OpImmediateSE: "ImmediateSE",
+	OpWriteImm: "WriteImm", OpWriteImmSE: "WriteImmSE",
 }
+
+// atomic reports whether o is an RFC 7306 atomic.
+func (o Op) atomic() bool { return o == OpFetchAdd || o == OpCmpSwap }
+
+// outbound reports whether o takes an ORD credit (a response is awaited).
+func (o Op) outbound() bool { return o == OpRead || o.atomic() }
 
 // String names the operation.
 func (o Op) String() string {
@@ -75,6 +91,15 @@ type SendWR struct {
 	RemoteTO   uint64
 	// InvSTag is the peer STag a Send with Invalidate invalidates.
 	InvSTag uint32
+	// Imm is the immediate data of OpImmediate* and OpWriteImm*, sent
+	// big-endian.
+	Imm uint64
+	// Atomic operands (RFC 7306 §5.2.1): FetchAdd adds Data under the Add
+	// Mask Mask; CmpSwap compares with Compare under CompareMask and swaps
+	// in Data under the Swap Mask Mask. RemoteSTag/RemoteTO name the 8
+	// bytes; an SGE of at least 8 bytes, if given, receives the original
+	// value in host byte order.
+	Data, Mask, Compare, CompareMask uint64
 	// Waiter, if set, receives the WR's completion instead of the send CQ
 	// (whatever Signaled says): the blocking convenience calls use it. The
 	// receiver must call QP.ReleaseWaited with the completion afterwards.
@@ -125,6 +150,9 @@ const (
 	Solicited CQEFlags = 1 << iota
 	// Invalidated: a Send with Invalidate invalidated CQE.InvSTag.
 	Invalidated
+	// HasImm: the receive completed an Immediate Data message; CQE.Imm
+	// holds the 8 bytes.
+	HasImm
 )
 
 // CQE is one completion queue entry.
@@ -136,7 +164,10 @@ type CQE struct {
 	Flags   CQEFlags
 	Len     uint32 // bytes received (receives) or transferred
 	InvSTag uint32
-	Err     error // why, for a status other than success; nil otherwise
+	Imm     uint64 // immediate data (HasImm)
+	// Original is the value an atomic found at its target.
+	Original uint64
+	Err      error // why, for a status other than success; nil otherwise
 
 	// sqSeq is the send-queue sequence number of the WR (sends), used to
 	// free send-queue slots when the completion is polled.
