@@ -33,6 +33,16 @@ type ConnOptions struct {
 	MPARevision int
 	// NoP2P disables RFC 6581 peer-to-peer mode (and so the RTR message).
 	NoP2P bool
+	// NoExtensions offers no RDMAP extension in the MPA startup (the
+	// project's extension bits, shared/spec extensions.md §3): RFC 7306
+	// operations then fail locally with ErrNotSupportedByPeer unless
+	// PeerExtensions declares them.
+	NoExtensions bool
+	// PeerExtensions, if not zero, is a ULP-level declaration of what the
+	// peer supports, overriding the MPA bits (for peers that negotiate in
+	// their own protocol, as RFC 7306 suggests, or hardware that does not
+	// use the bits). Only extensions this side offers count.
+	PeerExtensions Extensions
 	// Timeout bounds the connection setup when ctx has no earlier deadline
 	// (default: 10 s when connecting, 5 s when accepting).
 	Timeout time.Duration
@@ -65,11 +75,27 @@ func (o *ConnOptions) mpaConfig(qp *QP) *mpa.Config {
 		c.AcceptRTR = 0
 	}
 	c.IRD, c.ORD = uint16(qp.cfg.IRD), uint16(qp.cfg.ORD)
+	// RFC 7306 is offered; V2 is not implemented yet, so it is not.
+	c.Extensions = mpa.ExtRFC7306
+	c.NoAdvertise = o.NoExtensions
+	if o.PeerExtensions != 0 {
+		c.DeclarePeerExtensions, c.PeerExtensions = true, mpa.Ext(o.PeerExtensions)
+	}
 	c.PrivateData = o.PrivateData
 	c.Timeout = o.Timeout
 	c.MaxPrivateData = o.MaxPrivateData
 	return c
 }
+
+// Extensions is a set of RDMAP extensions (shared/spec extensions.md).
+type Extensions uint8
+
+// The RDMAP extensions.
+const (
+	// ExtRFC7306 is RFC 7306: atomics (FetchAdd, CompareSwap, with masks),
+	// Immediate Data and Write with Immediate.
+	ExtRFC7306 Extensions = Extensions(mpa.ExtRFC7306)
+)
 
 // RejectedError reports that the peer rejected the connection; PrivateData
 // is its reason, if it gave one.

@@ -72,6 +72,11 @@ var (
 	ErrInvalidWR     = errors.New("iwarp: invalid work request")
 	ErrQueueFull     = errors.New("iwarp: work queue full")
 	ErrNotConnected  = errors.New("iwarp: queue pair not connected")
+	// ErrNotSupportedByPeer: the operation needs an RDMAP extension (RFC
+	// 7306) that the peer did not agree to in the MPA startup (or was not
+	// declared to support with ConnOptions.PeerExtensions); nothing was
+	// sent.
+	ErrNotSupportedByPeer = errors.New("iwarp: operation not supported by the peer")
 )
 
 // NewQP creates a queue pair in state StateIdle. Post receives before
@@ -215,10 +220,18 @@ func (qp *QP) convertSends(wrs []SendWR, waiter chan<- engine.CQE) ([]engine.Sen
 		if wr.Flags&Inline != 0 {
 			f |= engine.Inline
 		}
-		qp.swr = append(qp.swr, engine.SendWR{
+		ewr := engine.SendWR{
 			ID: wr.ID, Op: op, Flags: f, SGL: qp.sge[start:len(qp.sge):len(qp.sge)],
 			RemoteSTag: wr.Remote.STag, RemoteTO: wr.Remote.TO, InvSTag: wr.InvalidateSTag, Waiter: waiter,
-		})
+			Imm: wr.Immediate,
+		}
+		switch wr.Op {
+		case OpFetchAdd:
+			ewr.Data, ewr.Mask = wr.Add, wr.AddMask
+		case OpCompareSwap:
+			ewr.Data, ewr.Mask, ewr.Compare, ewr.CompareMask = wr.Swap, wr.SwapMask, wr.Compare, wr.CompareMask
+		}
+		qp.swr = append(qp.swr, ewr)
 	}
 	return qp.swr, nil
 }
@@ -238,6 +251,18 @@ func toEngineOp(op Opcode, f SendFlags) (engine.Op, bool) {
 		return engine.OpWrite, true
 	case op == OpRead:
 		return engine.OpRead, true
+	case op == OpFetchAdd:
+		return engine.OpFetchAdd, true
+	case op == OpCompareSwap:
+		return engine.OpCmpSwap, true
+	case op == OpImmediate && se:
+		return engine.OpImmediateSE, true
+	case op == OpImmediate:
+		return engine.OpImmediate, true
+	case op == OpWriteWithImmediate && se:
+		return engine.OpWriteImmSE, true
+	case op == OpWriteWithImmediate:
+		return engine.OpWriteImm, true
 	}
 	return 0, false
 }
@@ -252,6 +277,8 @@ func (qp *QP) postError(err error) error {
 		return fmt.Errorf("%w: %w", ErrNotConnected, err)
 	case errors.Is(err, engine.ErrQPState):
 		return wrapEngineError(err)
+	case errors.Is(err, engine.ErrNotSupportedByPeer):
+		return fmt.Errorf("%w: %w", ErrNotSupportedByPeer, err)
 	}
 	return fmt.Errorf("%w: %w", ErrInvalidWR, err)
 }
@@ -295,6 +322,7 @@ func (qp *QP) start(c *mpa.Conn) error {
 		IRD: int(p.IRD), ORD: int(p.ORD), MULPDU: c.MULPDU(),
 		FirstSendMSN: p.SendMSN(0), FirstReadMSN: p.SendMSN(1),
 		FirstPeerSendMSN: p.RecvMSN(0), FirstPeerReadMSN: p.RecvMSN(1),
+		RFC7306: p.Extensions&mpa.ExtRFC7306 != 0,
 	})
 }
 

@@ -20,9 +20,27 @@ const (
 	OpRead
 	// OpRecv is the opcode of a receive completion.
 	OpRecv
+	// OpFetchAdd is the RFC 7306 Atomic FetchAdd: add SendWR.Add to the
+	// 8 bytes at Remote (per field, when AddMask is not zero) and return
+	// the original value.
+	OpFetchAdd
+	// OpCompareSwap is the RFC 7306 Atomic CmpSwap: if the 8 bytes at
+	// Remote equal Compare on the bits of CompareMask, replace the bits of
+	// SwapMask with Swap's; return the original value either way. A plain
+	// compare-and-swap uses all-ones masks (zero masks compare nothing and
+	// swap nothing: see QP.CompareSwap).
+	OpCompareSwap
+	// OpImmediate sends RFC 7306 Immediate Data: 8 bytes that consume one
+	// receive at the peer and arrive in its completion.
+	OpImmediate
+	// OpWriteWithImmediate is an RDMA Write followed by Immediate Data: the
+	// peer's receive completion (with the 8 bytes) comes after the Write
+	// was placed.
+	OpWriteWithImmediate
 )
 
-var opcodeNames = [...]string{OpSend: "Send", OpSendInvalidate: "SendInvalidate", OpWrite: "Write", OpRead: "Read", OpRecv: "Recv"}
+var opcodeNames = [...]string{OpSend: "Send", OpSendInvalidate: "SendInvalidate", OpWrite: "Write", OpRead: "Read", OpRecv: "Recv",
+	OpFetchAdd: "FetchAdd", OpCompareSwap: "CompareSwap", OpImmediate: "Immediate", OpWriteWithImmediate: "WriteWithImmediate"}
 
 // String names the operation.
 func (o Opcode) String() string {
@@ -75,6 +93,14 @@ type SendWR struct {
 	Remote RemoteBuffer
 	// InvalidateSTag is the peer STag an OpSendInvalidate invalidates.
 	InvalidateSTag uint32
+	// Immediate is the 8 bytes of OpImmediate and OpWriteWithImmediate
+	// (sent big-endian).
+	Immediate uint64
+	// Atomic operands (RFC 7306 §5.1). For atomics Remote names the 8
+	// aligned bytes, and the SGL may hold one SGE of at least 8 bytes that
+	// receives the original value (host byte order).
+	Add, AddMask                         uint64 // OpFetchAdd
+	Compare, CompareMask, Swap, SwapMask uint64 // OpCompareSwap
 }
 
 // RecvWR is a receive-queue work request: where the next Send lands.
@@ -121,6 +147,13 @@ type Completion struct {
 	// Invalidated is the local STag a received Send with Invalidate
 	// invalidated, or 0.
 	Invalidated uint32
+	// HasImmediate: the receive completed Immediate Data (RFC 7306), whose
+	// 8 bytes are Immediate. Len is 8 when they were also placed in the
+	// receive buffer (one of at least 8 bytes), 0 otherwise.
+	HasImmediate bool
+	Immediate    uint64
+	// Original is the value an atomic found at its target.
+	Original uint64
 	// Err says why, for a status other than StatusSuccess: a
 	// *TerminateError, ErrFlushed wrapping the QP's error, etc.
 	Err error
@@ -129,6 +162,8 @@ type Completion struct {
 var fromEngineOp = [...]Opcode{
 	engine.OpSend: OpSend, engine.OpSendInv: OpSendInvalidate, engine.OpSendSE: OpSend,
 	engine.OpSendSEInv: OpSendInvalidate, engine.OpWrite: OpWrite, engine.OpRead: OpRead, engine.OpRecv: OpRecv,
+	engine.OpFetchAdd: OpFetchAdd, engine.OpCmpSwap: OpCompareSwap, engine.OpImmediate: OpImmediate,
+	engine.OpImmediateSE: OpImmediate, engine.OpWriteImm: OpWriteWithImmediate, engine.OpWriteImmSE: OpWriteWithImmediate,
 }
 
 // completion converts an engine completion.
@@ -141,6 +176,7 @@ func completion(e *engine.CQE) Completion {
 		c.QP, _ = e.QP.User.(*QP)
 	}
 	c.Solicited = e.Flags&engine.Solicited != 0
+	c.HasImmediate, c.Immediate, c.Original = e.Flags&engine.HasImm != 0, e.Imm, e.Original
 	if e.Flags&engine.Invalidated != 0 {
 		c.Invalidated = e.InvSTag
 	}
