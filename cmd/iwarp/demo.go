@@ -8,6 +8,7 @@ import (
 	"io"
 	"text/tabwriter"
 	"time"
+	"unsafe"
 
 	"github.com/goiwarp/iwarp"
 )
@@ -129,6 +130,16 @@ func demo(w io.Writer, addr string, crc bool, maxSize int) error {
 	for _, n := range sizes {
 		d, err := demoRead(ctx, init, resp, n)
 		report("RDMA Read", n, d, err)
+	}
+	if a.RFC7306 {
+		d, n, err := demoAtomics(ctx, init, resp)
+		report("FetchAdd/CompareSwap (RFC 7306)", n, d, err)
+		d, err = demoImmediate(ctx, init, resp)
+		report("Immediate Data (RFC 7306)", 8, d, err)
+		for _, n := range []int{0, 4096, 1 << 20} {
+			d, err := demoWriteImm(ctx, init, resp, n)
+			report("Write with Immediate", n, d, err)
+		}
 	}
 	tw.Flush()
 	if err := init.qp.Disconnect(ctx); err != nil {
@@ -258,6 +269,120 @@ func demoRead(ctx context.Context, from, to *demoSide, n int) (time.Duration, er
 	d := time.Since(start)
 	if !bytes.Equal(dbuf, sbuf) {
 		return d, fmt.Errorf("read bytes differ")
+	}
+	return d, nil
+}
+
+// alignedBuf returns n bytes at an 8-byte aligned address, as remote
+// atomics require.
+func alignedBuf(n int) []byte {
+	w := make([]uint64, (n+7)/8)
+	return unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), n)
+}
+
+// demoAtomics runs FetchAdds (plain and masked) and CompareSwaps against a
+// counter the responder exposes, checking every returned original value and
+// the final memory. It returns the number of atomics done.
+func demoAtomics(ctx context.Context, from, to *demoSide) (time.Duration, int, error) {
+	mr, err := to.pd.RegisterMemory(alignedBuf(16), iwarp.AccessRemoteAtomic)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer mr.Deregister(ctx)
+	word0, _ := mr.RemoteSlice(0, 8)
+	word1, _ := mr.RemoteSlice(8, 8)
+	start := time.Now()
+	const adds = 100
+	for i := 0; i < adds; i++ {
+		if orig, err := from.qp.FetchAdd(ctx, word0, 3); err != nil || orig != uint64(3*i) {
+			return time.Since(start), i, fmt.Errorf("FetchAdd %d returned %d (%v)", i, orig, err)
+		}
+	}
+	// Masked FetchAdd: two 32-bit fields, the carry out of the low one is
+	// dropped (Add Mask marks bit 31 and bit 63).
+	if _, err := mr.AtomicCompareAndSwap(8, 0, 0x00000001ffffffff); err != nil {
+		return time.Since(start), adds, err
+	}
+	if _, err := from.qp.FetchAddMasked(ctx, word1, 0x0000000100000001, 0x8000000080000000); err != nil {
+		return time.Since(start), adds, err
+	}
+	if v, _ := mr.AtomicLoad(8); v != 0x0000000200000000 {
+		return time.Since(start), adds + 1, fmt.Errorf("masked FetchAdd left %#x", v)
+	}
+	// CompareSwap: one that matches, one that does not.
+	if orig, err := from.qp.CompareSwap(ctx, word0, 3*adds, 7); err != nil || orig != 3*adds {
+		return time.Since(start), adds + 2, fmt.Errorf("CompareSwap returned %d (%v)", orig, err)
+	}
+	if orig, err := from.qp.CompareSwap(ctx, word0, 0, 9); err != nil || orig != 7 {
+		return time.Since(start), adds + 3, fmt.Errorf("failing CompareSwap returned %d (%v)", orig, err)
+	}
+	if v, _ := mr.AtomicLoad(0); v != 7 {
+		return time.Since(start), adds + 3, fmt.Errorf("counter holds %d after the CompareSwaps", v)
+	}
+	return time.Since(start), adds + 3, nil
+}
+
+// demoImmediate sends Immediate Data with a solicited event into a
+// zero-length receive.
+func demoImmediate(ctx context.Context, from, to *demoSide) (time.Duration, error) {
+	rmr, _, err := regOrEmpty(to.pd, 0, iwarp.AccessLocalWrite, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer rmr.Deregister(ctx)
+	if err := to.qp.PostRecv(iwarp.RecvWR{ID: 3, SGL: []iwarp.SGE{rmr.SGE(0, 0)}}); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	if err := from.qp.SendImmediate(ctx, 0xc0ffee0001020304, true); err != nil {
+		return 0, err
+	}
+	c, err := to.cq.Next(ctx)
+	d := time.Since(start)
+	if err != nil {
+		return d, err
+	}
+	if !c.HasImmediate || c.Immediate != 0xc0ffee0001020304 || !c.Solicited {
+		return d, fmt.Errorf("completion %+v", c)
+	}
+	return d, nil
+}
+
+// demoWriteImm writes n bytes with immediate data; the responder checks
+// the bytes when the immediate completes.
+func demoWriteImm(ctx context.Context, from, to *demoSide, n int) (time.Duration, error) {
+	tmr, tbuf, err := regOrEmpty(to.pd, n, iwarp.AccessRemoteWrite, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer tmr.Deregister(ctx)
+	smr, sbuf, err := regOrEmpty(from.pd, n, 0, 0x44)
+	if err != nil {
+		return 0, err
+	}
+	defer smr.Deregister(ctx)
+	nmr, _, err := regOrEmpty(to.pd, 0, iwarp.AccessLocalWrite, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer nmr.Deregister(ctx)
+	if err := to.qp.PostRecv(iwarp.RecvWR{ID: 4, SGL: []iwarp.SGE{nmr.SGE(0, 0)}}); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	if err := from.qp.WriteWithImmediate(ctx, tmr.Remote(), uint64(n), smr.SGE(0, n)); err != nil {
+		return 0, err
+	}
+	c, err := to.cq.Next(ctx)
+	d := time.Since(start)
+	if err != nil {
+		return d, err
+	}
+	if !c.HasImmediate || c.Immediate != uint64(n) {
+		return d, fmt.Errorf("completion %+v", c)
+	}
+	if !bytes.Equal(tbuf, sbuf) {
+		return d, fmt.Errorf("written bytes differ")
 	}
 	return d, nil
 }
