@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// clientEnv, when set, makes the test binary act as the example's binary:
+// the demo re-executes os.Executable (here the test binary) with -connect.
+const clientEnv = "IWARP_COUNTER_EXAMPLE_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(clientEnv) == "1" {
+		if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "counter client:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestCounterProcesses is the multi-process integration test of RFC 7306
+// atomics: two client processes each do 1000 FetchAdds and 1000
+// CompareSwap-locked read-modify-write rounds on the server's memory, and
+// both counters end exactly at the sums.
+func TestCounterProcesses(t *testing.T) {
+	t.Setenv(clientEnv, "1")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const clients, n = 2, 1000
+	counter, guarded, err := demo(ctx, clients, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counter != clients*n || guarded != clients*n {
+		t.Fatalf("FetchAdd counter %d, guarded counter %d, want %d each", counter, guarded, clients*n)
+	}
+}
+
+// TestCounterRun runs the command line of the demo with small numbers and
+// checks its summary line.
+func TestCounterRun(t *testing.T) {
+	t.Setenv(clientEnv, "1")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out strings.Builder
+	if err := run(ctx, []string{"-clients", "3", "-n", "50"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if want := "3 clients × 50: FetchAdd counter 150, lock-guarded counter 150"; !strings.Contains(out.String(), want) {
+		t.Fatalf("output %q, want it to contain %q", out.String(), want)
+	}
+}
+
+// TestCounterServeAndConnect runs the -serve mode in-process and one
+// -connect client in-process against it.
+func TestCounterServeAndConnect(t *testing.T) {
+	s, err := startServer("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := run(ctx, []string{"-connect", s.ln.Addr().String(), "-n", "20"}, os.Stdout); err != nil {
+		t.Fatal(err)
+	}
+	counter, guarded, err := s.counts()
+	if err != nil || counter != 20 || guarded != 20 {
+		t.Fatalf("counters %d, %d (%v), want 20 each", counter, guarded, err)
+	}
+}
