@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRing sends messages of every length through small rings, including
+// a ring of one slot and acknowledgements of one credit, so that the
+// sender keeps running out of credits; every payload and the order are
+// checked by the receiver.
+func TestRing(t *testing.T) {
+	for _, cfg := range []config{
+		{slots: 16, slotSize: 256, messages: 2000, batch: 4},
+		{slots: 1, slotSize: 8, messages: 200, batch: 1},
+		{slots: 5, slotSize: 4096, messages: 300, batch: 2},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		st, err := loopback(ctx, cfg)
+		cancel()
+		if err != nil {
+			t.Fatalf("%+v: %v", cfg, err)
+		}
+		if st.messages != cfg.messages {
+			t.Fatalf("%+v: %d messages", cfg, st.messages)
+		}
+		// Every message was acknowledged: full batches plus a final partial one.
+		if want := (cfg.messages + cfg.batch - 1) / cfg.batch; st.creditMsgs != want {
+			t.Fatalf("%+v: %d credit messages, want %d", cfg, st.creditMsgs, want)
+		}
+	}
+}
+
+// TestRingRun runs the command line with fewer messages.
+func TestRingRun(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out strings.Builder
+	if err := run(ctx, []string{"-n", "1000", "-slots", "8", "-size", "64"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "1000 messages") || !strings.Contains(out.String(), "verified") {
+		t.Fatalf("output %q", out.String())
+	}
+	if err := run(ctx, []string{"-size", "4"}, &out); err == nil {
+		t.Fatal("a slot size below 8 was accepted")
+	}
+}
+
+// TestCheckMessage: the receiver's check rejects a wrong sequence number,
+// length or byte.
+func TestCheckMessage(t *testing.T) {
+	buf := make([]byte, 64)
+	p := message(buf, 41)
+	if err := checkMessage(p, 41, 64); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkMessage(p, 42, 64); err == nil {
+		t.Fatal("wrong sequence number accepted")
+	}
+	if err := checkMessage(p[:len(p)-1], 41, 64); err == nil {
+		t.Fatal("short message accepted")
+	}
+	p[len(p)-1]++
+	if err := checkMessage(p, 41, 64); err == nil {
+		t.Fatal("corrupt byte accepted")
+	}
+}
