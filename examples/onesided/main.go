@@ -1,0 +1,350 @@
+// Command onesided shows one-sided RDMA: a client reads and writes a
+// server's memory, and looks keys up in the server's hash table, without
+// the server's application taking part in any of it.
+//
+// The server registers two regions and advertises both in the MPA private
+// data of its Accept (two RemoteBuffer encodings and the bucket count):
+//
+//   - a shared buffer with remote read and write access, holding a greeting
+//     the server wrote before registering it;
+//   - a hash table of fixed-size entries (open addressing, linear probing),
+//     filled before registration and exposed read-only.
+//
+// The client RDMA Reads the greeting, RDMA Writes its own data over it and
+// Reads it back (a Read issued after Writes on the same connection is
+// answered only after they were placed: docs/semantics.md rule 3), then
+// looks keys up by RDMA Reading the key's bucket and comparing the key,
+// moving to the next bucket on a collision, until the key or an empty
+// bucket is found. Finally it Sends one message; the server's completion
+// for it comes after the client's Writes were placed, so only then does the
+// server look at the shared buffer (rule 2).
+//
+// Run it (both ends in one process, over loopback):
+//
+//	go run ./examples/onesided
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/goiwarp/iwarp"
+)
+
+// Layout of a hash table entry: key length, value length, key, value.
+// A key length of 0 marks an empty bucket.
+const (
+	entrySize = 64
+	maxKey    = 30
+	maxValue  = 32
+	keyOff    = 2
+	valueOff  = keyOff + maxKey
+)
+
+const greeting = "hello from the server"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "onesided:", err)
+		os.Exit(1)
+	}
+}
+
+// run parses the command line and runs both ends over loopback.
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("onesided", flag.ContinueOnError)
+	keys := fs.Int("keys", 40, "keys stored in the server's table")
+	buckets := fs.Int("buckets", 64, "buckets of the table")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return loopback(ctx, *keys, *buckets, stdout)
+}
+
+// buildTable returns a table of buckets entries holding key-i → value-i for
+// i < keys.
+func buildTable(keys, buckets int) ([]byte, error) {
+	if keys >= buckets {
+		return nil, errors.New("the table needs an empty bucket: keys must be fewer than buckets")
+	}
+	table := make([]byte, buckets*entrySize)
+	for i := 0; i < keys; i++ {
+		key, value := fmt.Sprintf("key-%d", i), fmt.Sprintf("value of key %d", i)
+		b := bucket(key, buckets)
+		for table[b*entrySize] != 0 { // linear probing
+			b = (b + 1) % buckets
+		}
+		e := table[b*entrySize:][:entrySize]
+		e[0], e[1] = byte(len(key)), byte(len(value))
+		copy(e[keyOff:], key)
+		copy(e[valueOff:], value)
+	}
+	return table, nil
+}
+
+// bucket is the home bucket of key.
+func bucket(key string, buckets int) int {
+	h := fnv.New64a()
+	h.Write([]byte(key))
+	return int(h.Sum64() % uint64(buckets))
+}
+
+// loopback runs a server and a client in this process and prints what the
+// client saw.
+func loopback(ctx context.Context, keys, buckets int, stdout io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	table, err := buildTable(keys, buckets)
+	if err != nil {
+		return err
+	}
+	ln, err := iwarp.Listen("tcp", "127.0.0.1:0", nil)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	seen := make(chan []byte, 1)
+	errc := make(chan error, 1)
+	go func() {
+		got, err := serve(ctx, ln, table, buckets)
+		if err != nil {
+			cancel()
+		}
+		seen <- got
+		errc <- err
+	}()
+	written, err := client(ctx, ln.Addr().String(), keys, stdout)
+	got, serr := <-seen, <-errc
+	if err := errors.Join(err, serr); err != nil {
+		return err
+	}
+	if !bytes.Equal(got, written) {
+		return errors.New("the server does not see what the client wrote")
+	}
+	fmt.Fprintf(stdout, "server: after the client's Send completed, its shared buffer holds the client's %d bytes\n", len(got))
+	return nil
+}
+
+// endpoint opens a Device, a PD, one CQ and a QP.
+func endpoint() (*iwarp.PD, *iwarp.CQ, *iwarp.QP, error) {
+	pd, err := iwarp.NewDevice(nil).AllocPD()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cq, err := pd.Device().NewCQ(8, nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	qp, err := pd.NewQP(&iwarp.QPConfig{SendCQ: cq, RecvCQ: cq, SendQueueDepth: 4, RecvQueueDepth: 4})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return pd, cq, qp, nil
+}
+
+// serve exposes the shared buffer and the table to one client and returns
+// the shared buffer's contents once the client's message arrived.
+func serve(ctx context.Context, ln *iwarp.Listener, table []byte, buckets int) ([]byte, error) {
+	pd, cq, qp, err := endpoint()
+	if err != nil {
+		return nil, err
+	}
+	defer qp.Close()
+	// Memory a peer reads is written before it is registered.
+	shared := make([]byte, 4096)
+	copy(shared, greeting)
+	sharedMR, err := pd.RegisterMemory(shared, iwarp.AccessRemoteRead|iwarp.AccessRemoteWrite)
+	if err != nil {
+		return nil, err
+	}
+	defer sharedMR.Close()
+	tableMR, err := pd.RegisterMemory(table, iwarp.AccessRemoteRead)
+	if err != nil {
+		return nil, err
+	}
+	defer tableMR.Close()
+	// The client's closing message: the number of bytes it wrote.
+	msgMR, err := pd.RegisterMemory(make([]byte, 4), iwarp.AccessLocalWrite)
+	if err != nil {
+		return nil, err
+	}
+	if err := qp.PostRecv(iwarp.RecvWR{ID: 1, SGL: []iwarp.SGE{msgMR.SGE(0, 4)}}); err != nil {
+		return nil, err
+	}
+
+	pdata, _ := sharedMR.Remote().AppendBinary(nil)
+	pdata, _ = tableMR.Remote().AppendBinary(pdata)
+	pdata = binary.BigEndian.AppendUint32(pdata, uint32(buckets))
+	req, err := ln.Accept(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := req.Accept(ctx, qp, &iwarp.ConnOptions{PrivateData: pdata}); err != nil {
+		return nil, err
+	}
+	c, err := cq.Next(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if c.Status != iwarp.StatusSuccess || c.Len != 4 {
+		return nil, fmt.Errorf("receive: %v, %d bytes: %v", c.Status, c.Len, c.Err)
+	}
+	n := int(binary.BigEndian.Uint32(msgMR.Bytes()))
+	if n > len(shared) {
+		return nil, fmt.Errorf("the client claims to have written %d bytes", n)
+	}
+	// The client's Writes were placed before this completion: shared may
+	// be read now.
+	got := bytes.Clone(shared[:n])
+	select {
+	case <-qp.Done():
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if err := qp.Err(); !errors.Is(err, iwarp.ErrPeerDisconnected) {
+		return nil, err
+	}
+	return got, nil
+}
+
+// kvClient looks keys up in a remote table by RDMA Read.
+type kvClient struct {
+	qp      *iwarp.QP
+	table   iwarp.RemoteBuffer
+	buckets int
+	entry   *iwarp.MR // the sink of the Reads
+}
+
+// get returns key's value and the number of RDMA Reads it took.
+func (c *kvClient) get(ctx context.Context, key string) (value string, found bool, reads int, err error) {
+	b := bucket(key, c.buckets)
+	for reads < c.buckets {
+		remote, err := c.table.Slice(uint32(b*entrySize), entrySize)
+		if err != nil {
+			return "", false, reads, err
+		}
+		if err := c.qp.Read(ctx, c.entry.SGE(0, entrySize), remote); err != nil {
+			return "", false, reads, err
+		}
+		reads++
+		e := c.entry.Bytes()
+		klen, vlen := int(e[0]), int(e[1])
+		switch {
+		case klen == 0:
+			return "", false, reads, nil // an empty bucket ends the probe
+		case klen > maxKey || vlen > maxValue:
+			return "", false, reads, fmt.Errorf("bucket %d is corrupt", b)
+		case string(e[keyOff:keyOff+klen]) == key:
+			return string(e[valueOff : valueOff+vlen]), true, reads, nil
+		}
+		b = (b + 1) % c.buckets
+	}
+	return "", false, reads, nil
+}
+
+// client runs the client's side and returns what it wrote into the
+// server's shared buffer.
+func client(ctx context.Context, addr string, keys int, stdout io.Writer) ([]byte, error) {
+	pd, _, qp, err := endpoint()
+	if err != nil {
+		return nil, err
+	}
+	defer qp.Close()
+	if err := qp.Connect(ctx, "tcp", addr, nil); err != nil {
+		return nil, err
+	}
+	pdata := qp.Attributes().PeerPrivateData
+	if len(pdata) != 2*iwarp.RemoteBufferLen+4 {
+		return nil, fmt.Errorf("private data of %d bytes", len(pdata))
+	}
+	var shared, table iwarp.RemoteBuffer
+	if err := errors.Join(shared.UnmarshalBinary(pdata[:16]), table.UnmarshalBinary(pdata[16:32])); err != nil {
+		return nil, err
+	}
+	kv := &kvClient{qp: qp, table: table, buckets: int(binary.BigEndian.Uint32(pdata[32:]))}
+
+	// Read the server's greeting.
+	local := make([]byte, 1024)
+	localMR, err := pd.RegisterMemory(local, iwarp.AccessLocalWrite)
+	if err != nil {
+		return nil, err
+	}
+	if err := qp.Read(ctx, localMR.SGE(0, len(greeting)), shared); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(stdout, "client: RDMA Read of the shared buffer: %q\n", local[:len(greeting)])
+	if string(local[:len(greeting)]) != greeting {
+		return nil, errors.New("the greeting did not come back")
+	}
+
+	// Write over it, then Read it back into another buffer.
+	for i := range local {
+		local[i] = byte(i*7 + 3)
+	}
+	if err := qp.Write(ctx, shared, localMR.SGE(0, len(local))); err != nil {
+		return nil, err
+	}
+	back := make([]byte, len(local))
+	backMR, err := pd.RegisterMemory(back, iwarp.AccessLocalWrite)
+	if err != nil {
+		return nil, err
+	}
+	if err := qp.Read(ctx, backMR.SGE(0, len(back)), shared); err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(back, local) {
+		return nil, errors.New("the Read after the Write did not return what was written")
+	}
+	fmt.Fprintf(stdout, "client: RDMA Wrote %d bytes and Read them back intact\n", len(local))
+
+	// Key-value lookups, hits and misses.
+	kv.entry, err = pd.RegisterMemory(make([]byte, entrySize), iwarp.AccessLocalWrite)
+	if err != nil {
+		return nil, err
+	}
+	reads := 0
+	for i := 0; i < keys; i++ {
+		key := fmt.Sprintf("key-%d", i)
+		v, ok, n, err := kv.get(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		if want := fmt.Sprintf("value of key %d", i); !ok || v != want {
+			return nil, fmt.Errorf("lookup %s: %q, %v; want %q", key, v, ok, want)
+		}
+		reads += n
+	}
+	fmt.Fprintf(stdout, "client: found all %d keys in %d RDMA Reads of %d-byte buckets\n", keys, reads, entrySize)
+	for _, key := range []string{"key-1000", "nothing", "key--1"} {
+		v, ok, n, err := kv.get(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return nil, fmt.Errorf("lookup %s found %q", key, v)
+		}
+		fmt.Fprintf(stdout, "client: %q is not in the table (%d RDMA Reads)\n", key, n)
+	}
+
+	// Tell the server how much it wrote; the server's receive completion
+	// comes after the Write was placed.
+	msgMR, err := pd.RegisterMemory(binary.BigEndian.AppendUint32(nil, uint32(len(local))), 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := qp.Send(ctx, msgMR.SGE(0, 4)); err != nil {
+		return nil, err
+	}
+	return local, qp.Disconnect(ctx)
+}
