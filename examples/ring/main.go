@@ -272,6 +272,9 @@ func send(ctx context.Context, addr string, cfg config) (int, error) {
 	}
 	slots := int(binary.BigEndian.Uint32(pdata[16:]))
 	slotSize := int(binary.BigEndian.Uint32(pdata[20:]))
+	if slots < 1 || slotSize < 8 || int64(ring.Len) < int64(slots)*int64(slotSize) {
+		return 0, fmt.Errorf("receiver advertised %d slots of %d bytes in %d bytes", slots, slotSize, ring.Len)
+	}
 
 	src := make([]byte, slotSize)
 	srcMR, err := pd.RegisterMemory(src, 0)
