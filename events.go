@@ -22,10 +22,13 @@ const (
 	EventDisconnected
 	// EventQPClosed: the QP was closed locally.
 	EventQPClosed
+	// EventSRQLimit: fewer receives than the armed limit remain posted on
+	// Event.SRQ (see SRQ.Arm).
+	EventSRQLimit
 )
 
 var eventNames = [...]string{EventQPFatal: "QP fatal", EventPeerDisconnected: "peer disconnected",
-	EventDisconnected: "disconnected", EventQPClosed: "QP closed"}
+	EventDisconnected: "disconnected", EventQPClosed: "QP closed", EventSRQLimit: "SRQ limit reached"}
 
 // String names the event type.
 func (t EventType) String() string {
@@ -35,11 +38,13 @@ func (t EventType) String() string {
 	return "event?"
 }
 
-// Event is an asynchronous event of a QP: it has been torn down, every work
-// request completed or flushed, and Err says why.
+// Event is an asynchronous event: a QP has been torn down (every work
+// request completed or flushed, and Err says why), or an SRQ reached its
+// limit.
 type Event struct {
 	Type EventType
 	QP   *QP
+	SRQ  *SRQ // EventSRQLimit
 	Err  error
 }
 
@@ -74,6 +79,11 @@ func (d *Device) qpDone(eqp *engine.QP) {
 	default:
 		ev.Type = EventQPFatal
 	}
+	d.event(ev)
+}
+
+// event delivers ev without ever blocking the engine.
+func (d *Device) event(ev Event) {
 	select {
 	case d.ev.ch <- ev:
 	default:

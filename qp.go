@@ -16,6 +16,10 @@ type QPConfig struct {
 	// SendCQ and RecvCQ receive the completions of the send and receive
 	// queues (they may be the same CQ). Required.
 	SendCQ, RecvCQ *CQ
+	// SRQ, if set, is the shared receive queue the QP's receives come
+	// from; it then has no receive queue of its own (RecvQueueDepth is not
+	// used and PostRecv fails).
+	SRQ *SRQ
 	// SendQueueDepth and RecvQueueDepth bound the work requests
 	// outstanding at once (default 64 each); each reserves that many
 	// entries in its CQ.
@@ -118,7 +122,15 @@ func (pd *PD) NewQP(cfg *QPConfig) (*QP, error) {
 	if opTimeout < 0 {
 		opTimeout = 0
 	}
+	var esrq *engine.SRQ
+	if c.SRQ != nil {
+		if c.SRQ.pd != pd {
+			return nil, fmt.Errorf("%w: the SRQ belongs to another PD", ErrInvalidConfig)
+		}
+		esrq = c.SRQ.e
+	}
 	e, err := engine.New(engine.Config{
+		SRQ:   esrq,
 		Table: pd.dev.table, PD: pd.id, SendCQ: c.SendCQ.e, RecvCQ: c.RecvCQ.e,
 		SQDepth: c.SendQueueDepth, RQDepth: c.RecvQueueDepth, MaxSGE: c.MaxSGE, MaxInline: c.MaxInline,
 		OpTimeout: opTimeout, OnDone: pd.dev.qpDone,
@@ -277,6 +289,8 @@ func (qp *QP) postError(err error) error {
 		return fmt.Errorf("%w: %w", ErrNotConnected, err)
 	case errors.Is(err, engine.ErrQPState):
 		return wrapEngineError(err)
+	case errors.Is(err, engine.ErrSRQAttached):
+		return fmt.Errorf("%w: %w", ErrInvalidWR, err)
 	case errors.Is(err, engine.ErrNotSupportedByPeer):
 		return fmt.Errorf("%w: %w", ErrNotSupportedByPeer, err)
 	}

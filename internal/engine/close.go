@@ -95,7 +95,9 @@ func (qp *QP) Close() error {
 	}
 	qp.releaseOnce.Do(func() {
 		qp.cfg.SendCQ.unreserve(len(qp.sq))
-		qp.cfg.RecvCQ.unreserve(len(qp.rq))
+		if qp.srq == nil {
+			qp.cfg.RecvCQ.unreserve(len(qp.rq.ring))
+		}
 	})
 	return nil
 }

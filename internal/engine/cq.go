@@ -135,12 +135,10 @@ func (cq *CQ) Poll(out []CQE) int {
 	cq.mu.Unlock()
 	for i := 0; i < k; i++ {
 		e := &out[i]
-		if e.QP == nil {
-			continue
-		}
-		if e.recv {
-			e.QP.rqRelease()
-		} else {
+		switch {
+		case e.rq != nil:
+			e.rq.release(e.rqSeq)
+		case e.QP != nil:
 			e.QP.sqRelease(e.sqSeq)
 		}
 	}

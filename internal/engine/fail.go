@@ -147,11 +147,23 @@ func (qp *QP) flushAll() {
 	}
 	qp.sqNext = qp.sqTail
 	qp.advanceCompletionsLocked()
-	for qp.rqHead < qp.rqTail {
-		e := &qp.rq[qp.rqHead%uint64(len(qp.rq))]
-		c := CQE{ID: e.wr.ID, QP: qp, Op: OpRecv, Status: StatusFlushed, Err: qp.err, recv: true}
-		qp.rqHead++
+	flushRecv := func(e *rqEntry) {
+		c := CQE{ID: e.wr.ID, QP: qp, Op: OpRecv, Status: StatusFlushed, Err: qp.err, rq: qp.rq, rqSeq: e.seq}
 		qp.cfg.RecvCQ.push(&c)
+	}
+	// A receive a message had taken but not completed (this runs on the
+	// receive goroutine, which owns rx).
+	if qp.rx.sendEntry != nil {
+		flushRecv(qp.rx.sendEntry)
+		qp.rx.sendEntry, qp.rx.sendActive = nil, false
+	}
+	if qp.rx.immEntry != nil {
+		flushRecv(qp.rx.immEntry)
+		qp.rx.immEntry = nil
+	}
+	// The QP's own receives are flushed; an SRQ's stay for its other QPs.
+	if qp.srq == nil {
+		qp.rq.takeAll(flushRecv)
 	}
 	for qp.irq.len() > 0 {
 		qp.irq.at(0).release()

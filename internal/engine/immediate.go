@@ -46,12 +46,7 @@ func (qp *QP) rxImmediate(r *fpdu.Reader, h *wire.DDPHeader, rest, n int) error 
 	if err := r.Read(b); err != nil {
 		return err
 	}
-	qp.mu.Lock()
-	var e *rqEntry
-	if qp.rqHead < qp.rqTail {
-		e = &qp.rq[qp.rqHead%uint64(len(qp.rq))]
-	}
-	qp.mu.Unlock()
+	e := qp.rq.take()
 	if e == nil {
 		return qp.termDDP(ErrNoRecvBuffer, h, n)
 	}
@@ -64,7 +59,7 @@ func (qp *QP) rxImmediate(r *fpdu.Reader, h *wire.DDPHeader, rest, n int) error 
 func (qp *QP) completeImmediate() {
 	rx := &qp.rx
 	e := rx.immEntry
-	c := CQE{ID: e.wr.ID, QP: qp, Op: OpRecv, Flags: HasImm, Imm: rx.imm, recv: true}
+	c := CQE{ID: e.wr.ID, QP: qp, Op: OpRecv, Flags: HasImm, Imm: rx.imm, rq: qp.rq, rqSeq: e.seq}
 	if rx.immOp == wire.OpImmediateSE {
 		c.Flags |= Solicited
 	}
@@ -73,9 +68,6 @@ func (qp *QP) completeImmediate() {
 	}
 	rx.immEntry = nil
 	rx.msn[wire.QNSend]++
-	qp.mu.Lock()
-	qp.rqHead++
-	qp.mu.Unlock()
 	qp.cfg.RecvCQ.push(&c)
 }
 

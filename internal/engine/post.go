@@ -113,37 +113,19 @@ func (qp *QP) postOneSend(wr *SendWR) error {
 }
 
 // PostRecv posts receive work requests in order, like PostSend. Receives
-// may be posted before the QP is connected.
+// may be posted before the QP is connected. A QP with a shared receive
+// queue has none of its own (ErrSRQAttached).
 func (qp *QP) PostRecv(wrs []RecvWR) (int, error) {
+	if qp.srq != nil {
+		return 0, ErrSRQAttached
+	}
 	qp.mu.Lock()
-	defer qp.mu.Unlock()
-	if qp.state != StateIdle && qp.state != StateRTS {
-		return 0, fmt.Errorf("%w (%v): %w", ErrQPState, qp.state, qp.err)
+	state, err := qp.state, qp.err
+	qp.mu.Unlock()
+	if state != StateIdle && state != StateRTS {
+		return 0, fmt.Errorf("%w (%v): %w", ErrQPState, state, err)
 	}
-	depth := uint64(len(qp.rq))
-	for i := range wrs {
-		wr := &wrs[i]
-		if qp.rqTail-qp.rqFree >= depth {
-			return i, fmt.Errorf("recv WR %d (id %d): %w", i, wr.ID, ErrRQFull)
-		}
-		if len(wr.SGL) > qp.cfg.MaxSGE {
-			return i, fmt.Errorf("recv WR %d (id %d): %w", i, wr.ID, ErrTooManySGE)
-		}
-		for j := range wr.SGL {
-			s := &wr.SGL[j]
-			if s.Region == nil || s.bytes() == nil {
-				return i, fmt.Errorf("recv WR %d (id %d): %w", i, wr.ID, ErrBadSGE)
-			}
-			if !s.Region.Access().LocalWrite() {
-				return i, fmt.Errorf("recv WR %d (id %d): %w", i, wr.ID, ErrAccess)
-			}
-		}
-		slot := qp.rqTail % depth
-		sgl := qp.rqSGE[int(slot)*qp.cfg.MaxSGE : int(slot)*qp.cfg.MaxSGE : int(slot+1)*qp.cfg.MaxSGE]
-		qp.rq[slot] = rqEntry{wr: RecvWR{ID: wr.ID, SGL: append(sgl, wr.SGL...)}}
-		qp.rqTail++
-	}
-	return len(wrs), nil
+	return qp.rq.post(wrs, ErrRQFull)
 }
 
 // sqRelease frees the slot of the send WR seq, whose completion was
@@ -173,12 +155,3 @@ func (qp *QP) sqRelease(seq uint64) {
 // ReleaseWaited frees the send-queue slot of a WR whose completion went to
 // its Waiter.
 func (qp *QP) ReleaseWaited(c *CQE) { qp.sqRelease(c.sqSeq) }
-
-// rqRelease frees the oldest receive-queue slot whose completion was polled.
-func (qp *QP) rqRelease() {
-	qp.mu.Lock()
-	if qp.rqFree < qp.rqHead {
-		qp.rqFree++
-	}
-	qp.mu.Unlock()
-}

@@ -63,6 +63,9 @@ type Config struct {
 	PD     uint32
 	SendCQ *CQ
 	RecvCQ *CQ
+	// SRQ, if set, is the shared receive queue the QP takes its receives
+	// from (RQDepth is then not used).
+	SRQ *SRQ
 
 	SQDepth   int // send work requests outstanding at once
 	RQDepth   int // receive work requests posted at once
@@ -121,11 +124,9 @@ type QP struct {
 	sqInline                       []byte
 	sqFree, sqDone, sqNext, sqTail uint64
 
-	// Receive queue: the same scheme; rqHead is the oldest posted receive,
-	// rqFree the oldest slot not yet freed.
-	rq                     []rqEntry
-	rqSGE                  []SGE
-	rqFree, rqHead, rqTail uint64
+	// rq is the QP's own receive queue, or its SRQ's (srq set).
+	rq  *recvQueue
+	srq *SRQ
 
 	// orq are this side's outstanding Reads, in order (at most ORD): their
 	// send-queue sequence numbers.
@@ -161,13 +162,12 @@ type sqEntry struct {
 	original uint64 // atomic: the value found at the target
 }
 
-type rqEntry struct {
-	wr RecvWR // SGL points into rqSGE
-}
-
 // New creates a QP in state IDLE. Its queues reserve their depth in the CQs.
 func New(cfg Config) (*QP, error) {
-	if cfg.SQDepth < 1 || cfg.RQDepth < 1 || cfg.MaxSGE < 1 || cfg.Table == nil || cfg.SendCQ == nil || cfg.RecvCQ == nil {
+	if cfg.SRQ != nil {
+		cfg.RQDepth = 0
+	}
+	if cfg.SQDepth < 1 || (cfg.RQDepth < 1 && cfg.SRQ == nil) || cfg.MaxSGE < 1 || cfg.Table == nil || cfg.SendCQ == nil || cfg.RecvCQ == nil {
 		return nil, errors.New("engine: incomplete QP configuration")
 	}
 	if cfg.DrainTimeout == 0 {
@@ -176,7 +176,13 @@ func New(cfg Config) (*QP, error) {
 	if err := cfg.SendCQ.reserve(cfg.SQDepth); err != nil {
 		return nil, err
 	}
-	if err := cfg.RecvCQ.reserve(cfg.RQDepth); err != nil {
+	var err error
+	if cfg.SRQ != nil {
+		err = cfg.SRQ.reserveIn(cfg.RecvCQ)
+	} else {
+		err = cfg.RecvCQ.reserve(cfg.RQDepth)
+	}
+	if err != nil {
 		cfg.SendCQ.unreserve(cfg.SQDepth)
 		return nil, err
 	}
@@ -185,10 +191,14 @@ func New(cfg Config) (*QP, error) {
 		sq:       make([]sqEntry, cfg.SQDepth),
 		sqSGE:    make([]SGE, cfg.SQDepth*cfg.MaxSGE),
 		sqInline: make([]byte, cfg.SQDepth*cfg.MaxInline),
-		rq:       make([]rqEntry, cfg.RQDepth),
-		rqSGE:    make([]SGE, cfg.RQDepth*cfg.MaxSGE),
+		srq:      cfg.SRQ,
 		done:     make(chan struct{}),
 		termSent: make(chan struct{}),
+	}
+	if cfg.SRQ != nil {
+		qp.rq = cfg.SRQ.q
+	} else {
+		qp.rq = newRecvQueue(cfg.RQDepth, cfg.MaxSGE)
 	}
 	qp.tx.init()
 	return qp, nil

@@ -232,12 +232,7 @@ func (qp *QP) rxSend(r *fpdu.Reader, h *wire.DDPHeader, payload, n int) error {
 		if h.MSN != rx.msn[wire.QNSend] {
 			return qp.termDDP(wire.NewProtocolError("Send MSN out of range", wire.TermDDPMSNRange), h, n)
 		}
-		qp.mu.Lock()
-		var e *rqEntry
-		if qp.rqHead < qp.rqTail {
-			e = &qp.rq[qp.rqHead%uint64(len(qp.rq))]
-		}
-		qp.mu.Unlock()
+		e := qp.rq.take()
 		if e == nil {
 			return qp.termDDP(ErrNoRecvBuffer, h, n)
 		}
@@ -355,15 +350,12 @@ func (qp *QP) rxTerminate(r *fpdu.Reader, h *wire.DDPHeader, rest int) error {
 func (qp *QP) completeRecv() {
 	rx := &qp.rx
 	e := rx.sendEntry
-	c := CQE{ID: e.wr.ID, QP: qp, Op: OpRecv, Len: uint32(rx.sendPlaced), recv: true}
+	c := CQE{ID: e.wr.ID, QP: qp, Op: OpRecv, Len: uint32(rx.sendPlaced), rq: qp.rq, rqSeq: e.seq}
 	if rx.sendOp == wire.OpSendSE || rx.sendOp == wire.OpSendSEInv {
 		c.Flags |= Solicited
 	}
 	rx.sendActive, rx.sendEntry = false, nil
 	rx.msn[wire.QNSend]++
-	qp.mu.Lock()
-	qp.rqHead++
-	qp.mu.Unlock()
 	qp.cfg.RecvCQ.push(&c)
 }
 

@@ -170,7 +170,9 @@ type CQE struct {
 	Err      error // why, for a status other than success; nil otherwise
 
 	// sqSeq is the send-queue sequence number of the WR (sends), used to
-	// free send-queue slots when the completion is polled.
+	// free send-queue slots when the completion is polled; rq and rqSeq
+	// name the receive's slot (receives).
 	sqSeq uint64
-	recv  bool
+	rq    *recvQueue
+	rqSeq uint64
 }

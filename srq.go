@@ -1,0 +1,92 @@
+package iwarp
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/goiwarp/iwarp/internal/engine"
+)
+
+// SRQ is a shared receive queue: the receives of every QP created with
+// QPConfig.SRQ set come from it, so an application can keep one pool of
+// receive buffers for many connections. A Send (or Immediate Data) takes the
+// oldest posted receive, whichever QP it arrives on; the completion goes to
+// that QP's receive CQ.
+type SRQ struct {
+	pd *PD
+	e  *engine.SRQ
+
+	mu  sync.Mutex // guards the post scratch buffers
+	rwr []engine.RecvWR
+	sge []engine.SGE
+}
+
+// SRQConfig is the shape of a shared receive queue.
+type SRQConfig struct {
+	// Depth is the number of receives it holds (default 256).
+	Depth int
+	// MaxSGE is the scatter/gather elements per receive (default 4).
+	MaxSGE int
+}
+
+// NewSRQ creates a shared receive queue. Each receive CQ of a QP that uses
+// it reserves Depth entries (once per CQ), so a CQ still cannot overrun.
+func (pd *PD) NewSRQ(cfg *SRQConfig) (*SRQ, error) {
+	c := SRQConfig{Depth: 256, MaxSGE: 4}
+	if cfg != nil {
+		if cfg.Depth != 0 {
+			c.Depth = cfg.Depth
+		}
+		if cfg.MaxSGE != 0 {
+			c.MaxSGE = cfg.MaxSGE
+		}
+	}
+	if c.Depth < 1 || c.Depth > maxQueueDepth || c.MaxSGE < 1 || c.MaxSGE > maxSGE {
+		return nil, fmt.Errorf("%w: SRQ depth %d, MaxSGE %d", ErrInvalidConfig, c.Depth, c.MaxSGE)
+	}
+	e, err := engine.NewSRQ(c.Depth, c.MaxSGE)
+	if err != nil {
+		return nil, err
+	}
+	s := &SRQ{pd: pd, e: e}
+	e.User = s
+	return s, nil
+}
+
+// PostRecv posts receives to the SRQ, in order; on error the receives
+// before the failing one were posted.
+func (s *SRQ) PostRecv(wrs ...RecvWR) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rwr, s.sge = s.rwr[:0], s.sge[:0]
+	for i := range wrs {
+		wr := &wrs[i]
+		start := len(s.sge)
+		for j := range wr.SGL {
+			g := &wr.SGL[j]
+			if g.MR == nil || g.MR.pd != s.pd || g.Offset < 0 || g.Length < 0 || g.Offset > g.MR.Len() || g.MR.Len()-g.Offset < g.Length {
+				return fmt.Errorf("%w: recv WR %d: SGE %d outside its region or of another PD", ErrInvalidWR, i, j)
+			}
+			s.sge = append(s.sge, engine.SGE{Region: g.MR.r, Off: uint64(g.Offset), Len: uint32(g.Length)})
+		}
+		s.rwr = append(s.rwr, engine.RecvWR{ID: wr.ID, SGL: s.sge[start:len(s.sge):len(s.sge)]})
+	}
+	if _, err := s.e.PostRecv(s.rwr); err != nil {
+		return fmt.Errorf("%w: %w", ErrQueueFull, err)
+	}
+	return nil
+}
+
+// Arm sets the SRQ limit: once fewer than limit receives remain posted, an
+// EventSRQLimit event is sent on the Device's event channel (once per Arm),
+// so the application can replenish the pool before a Send finds it empty
+// (which would be fatal to that connection).
+func (s *SRQ) Arm(limit int) {
+	dev := s.pd.dev
+	s.e.Arm(limit, func(*engine.SRQ) {
+		dev.event(Event{Type: EventSRQLimit, SRQ: s})
+	})
+}
+
+// Posted returns the number of receives posted and not yet used.
+func (s *SRQ) Posted() int { return s.e.Posted() }
