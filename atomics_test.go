@@ -25,7 +25,7 @@ func alignedBuf(n int) []byte {
 func TestAtomicCounterManyQPs(t *testing.T) {
 	const qps = 8
 	each := 10000
-	if testing.Short() || raceEnabled {
+	if testing.Short() {
 		each = 2000
 	}
 	server := newEndpoint(t)

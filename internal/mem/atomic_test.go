@@ -112,11 +112,15 @@ func TestAtomicsVectors(t *testing.T) {
 }
 
 // TestMaskedOpsProperty compares the fast masked operations with the RFC's
-// bit loop over many random inputs (more with -long).
+// bit loop over millions of random inputs (fewer under -race or -short; CI
+// also runs it without the race detector).
 func TestMaskedOpsProperty(t *testing.T) {
-	n := 300000
-	if testing.Short() {
+	n := 2_000_000
+	switch {
+	case testing.Short():
 		n = 20000
+	case raceEnabled:
+		n = 200000
 	}
 	rng := rand.New(rand.NewPCG(7306, 1))
 	edge := []uint64{0, 1, ^uint64(0), 1 << 63, 0x8080808080808080, 0x8000000080000000}
