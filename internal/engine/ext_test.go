@@ -241,3 +241,46 @@ func TestAtomicResponseWrongID(t *testing.T) {
 		t.Fatalf("atomic completed %+v", c)
 	}
 }
+
+// TestRFC7306ReceivedLiberally: a QP that did not negotiate RFC 7306 still
+// processes its messages (hardware sends Immediate Data without any
+// negotiation, extensions.md §3.4): Immediate Data completes a receive and
+// an Atomic Request is answered.
+func TestRFC7306ReceivedLiberally(t *testing.T) {
+	o := pairOpts{crc: true, ird: 2} // ext: false
+	var target *mem.Region
+	var words []uint64
+	a, peer := rawSide(t, o, func(a *side) {
+		target, words = atomicTarget(t, a, 1)
+		r, _, _ := a.register(t, 8, mem.AccessLocalWrite)
+		if _, err := a.qp.PostRecv([]RecvWR{{ID: 1, SGL: []SGE{{Region: r, Len: 8}}}}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	peer.send(t, cat(untagged(8, true, 0, 0, 1, 0), []byte{1, 2, 3, 4, 5, 6, 7, 8}))
+	if c := waitCQE(t, a.rcq); c.Flags&HasImm == 0 || c.Imm != 0x0102030405060708 {
+		t.Fatalf("Immediate Data not received liberally: %+v", c)
+	}
+	atomic.StoreUint64(&words[0], 41)
+	req := untagged(0xA, true, 0, 1, 1, 0)
+	req = binary.BigEndian.AppendUint32(req, 0)  // FetchAdd
+	req = binary.BigEndian.AppendUint32(req, 77) // request identifier
+	req = binary.BigEndian.AppendUint32(req, uint32(target.STag()))
+	req = binary.BigEndian.AppendUint64(req, target.Base())
+	req = binary.BigEndian.AppendUint64(req, 1)          // add
+	req = binary.BigEndian.AppendUint64(req, 0)          // add mask
+	req = binary.BigEndian.AppendUint64(req, 0)          // compare data
+	req = binary.BigEndian.AppendUint64(req, ^uint64(0)) // compare mask
+	peer.send(t, req)
+	resp := peer.readULPDU(t)
+	want := cat(untagged(0xB, true, 0, 3, 1, 0), binary.BigEndian.AppendUint32(nil, 77), binary.BigEndian.AppendUint64(nil, 41))
+	if !bytes.Equal(resp, want) {
+		t.Fatalf("Atomic Response % x, want % x", resp, want)
+	}
+	if v := atomic.LoadUint64(&words[0]); v != 42 {
+		t.Fatalf("target %d", v)
+	}
+	if a.qp.State() != StateRTS {
+		t.Fatalf("state %v: %v", a.qp.State(), a.qp.Err())
+	}
+}
