@@ -24,6 +24,10 @@ const (
 	// AccessRemoteAtomic lets a peer run RFC 7306 atomics on the memory;
 	// the buffer must be 8-byte aligned.
 	AccessRemoteAtomic Access = Access(mem.AccessRemoteAtomic)
+	// AccessRemoteInvalidate lets a peer invalidate the region's STag with
+	// a Send with Invalidate (OpSendInvalidate). Without it the peer's
+	// request fails with Terminate RDMAP/1/0x09.
+	AccessRemoteInvalidate Access = Access(mem.AccessRemoteInvalidate)
 )
 
 // String lists the rights.
@@ -95,6 +99,22 @@ func (mr *MR) SGE(off, n int) SGE { return SGE{MR: mr, Offset: off, Length: n} }
 func (mr *MR) Deregister(ctx context.Context) error {
 	return mr.pd.dev.table.Deregister(ctx, mr.r)
 }
+
+// Rekey gives the region a new STag (a new random key over the same table
+// index) with the given access rights, and makes it valid again if it was
+// invalidated: the old STag fails at once for new arrivals (a
+// "fast-register" of the same memory). It returns the new STag.
+func (mr *MR) Rekey(access Access) (uint32, error) {
+	s, err := mr.pd.dev.table.Rekey(mr.r, mem.Access(access))
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrInvalidBuffer, err)
+	}
+	return uint32(s), nil
+}
+
+// Valid reports whether the region's STag is currently valid (not
+// invalidated locally or by the peer).
+func (mr *MR) Valid() bool { return mr.r.Valid() }
 
 // Close deregisters the region, waiting as long as a placement into it is
 // in flight (see Deregister).

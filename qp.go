@@ -263,6 +263,10 @@ func toEngineOp(op Opcode, f SendFlags) (engine.Op, bool) {
 		return engine.OpWrite, true
 	case op == OpRead:
 		return engine.OpRead, true
+	case op == OpLocalInvalidate:
+		return engine.OpLocalInv, true
+	case op == OpReadWithInvalidate:
+		return engine.OpReadInv, true
 	case op == OpFetchAdd:
 		return engine.OpFetchAdd, true
 	case op == OpCompareSwap:

@@ -37,10 +37,18 @@ const (
 	// peer's receive completion (with the 8 bytes) comes after the Write
 	// was placed.
 	OpWriteWithImmediate
+	// OpLocalInvalidate invalidates the local STag SendWR.InvalidateSTag,
+	// in send-queue order (nothing is sent): new arrivals fail at once,
+	// and the WR completes once no placement into the region is in flight.
+	OpLocalInvalidate
+	// OpReadWithInvalidate is an RDMA Read that invalidates its sink's STag
+	// when the data has been placed ("Read with local invalidate").
+	OpReadWithInvalidate
 )
 
 var opcodeNames = [...]string{OpSend: "Send", OpSendInvalidate: "SendInvalidate", OpWrite: "Write", OpRead: "Read", OpRecv: "Recv",
-	OpFetchAdd: "FetchAdd", OpCompareSwap: "CompareSwap", OpImmediate: "Immediate", OpWriteWithImmediate: "WriteWithImmediate"}
+	OpFetchAdd: "FetchAdd", OpCompareSwap: "CompareSwap", OpImmediate: "Immediate", OpWriteWithImmediate: "WriteWithImmediate",
+	OpLocalInvalidate: "LocalInvalidate", OpReadWithInvalidate: "ReadWithInvalidate"}
 
 // String names the operation.
 func (o Opcode) String() string {
@@ -91,7 +99,8 @@ type SendWR struct {
 	// Remote is the peer's memory for Write and Read (its Len is not used:
 	// the SGL's total length is the size).
 	Remote RemoteBuffer
-	// InvalidateSTag is the peer STag an OpSendInvalidate invalidates.
+	// InvalidateSTag is the peer STag an OpSendInvalidate invalidates, or
+	// the local STag an OpLocalInvalidate invalidates.
 	InvalidateSTag uint32
 	// Immediate is the 8 bytes of OpImmediate and OpWriteWithImmediate
 	// (sent big-endian).
@@ -164,6 +173,7 @@ var fromEngineOp = [...]Opcode{
 	engine.OpSendSEInv: OpSendInvalidate, engine.OpWrite: OpWrite, engine.OpRead: OpRead, engine.OpRecv: OpRecv,
 	engine.OpFetchAdd: OpFetchAdd, engine.OpCmpSwap: OpCompareSwap, engine.OpImmediate: OpImmediate,
 	engine.OpImmediateSE: OpImmediate, engine.OpWriteImm: OpWriteWithImmediate, engine.OpWriteImmSE: OpWriteWithImmediate,
+	engine.OpLocalInv: OpLocalInvalidate, engine.OpReadInv: OpReadWithInvalidate,
 }
 
 // completion converts an engine completion.

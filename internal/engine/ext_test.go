@@ -284,3 +284,23 @@ func TestRFC7306ReceivedLiberally(t *testing.T) {
 		t.Fatalf("state %v: %v", a.qp.State(), a.qp.Err())
 	}
 }
+
+// TestReadResponseWhileAtomicOutstanding: a (zero-length) Read Response
+// cannot complete an outstanding atomic: RDMAP/2/0x06, and the atomic
+// fails instead of completing with a made-up value.
+func TestReadResponseWhileAtomicOutstanding(t *testing.T) {
+	o := pairOpts{crc: true, ord: 1, ext: true}
+	a, peer := rawSide(t, o, nil)
+	if _, err := a.qp.PostSend([]SendWR{{ID: 4, Op: OpFetchAdd, Flags: Signaled, RemoteSTag: 5, RemoteTO: 0x1000, Data: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	peer.readULPDU(t) // the Atomic Request
+	bad := tagged(2, true, 0, 0)
+	peer.send(t, bad)
+	got, _ := peer.readUntilTerminate(t)
+	assertTerminate(t, got, wire.TermRDMAPUnexpectedOpcode, bad, 14, false)
+	<-a.qp.Done()
+	if c := waitCQE(t, a.scq); c.ID != 4 || c.Status == StatusSuccess {
+		t.Fatalf("atomic completed %+v", c)
+	}
+}

@@ -37,7 +37,11 @@ func (qp *QP) postOneSend(wr *SendWR) error {
 		return ErrSQFull
 	}
 	switch wr.Op {
-	case OpSend, OpSendInv, OpSendSE, OpSendSEInv, OpWrite, OpRead:
+	case OpSend, OpSendInv, OpSendSE, OpSendSEInv, OpWrite, OpRead, OpReadInv:
+	case OpLocalInv:
+		if len(wr.SGL) != 0 {
+			return ErrBadSGE
+		}
 	case OpFetchAdd, OpCmpSwap, OpImmediate, OpImmediateSE, OpWriteImm, OpWriteImmSE:
 		// RFC 7306 messages go only to a peer known to support them
 		// (extensions.md §3.1).
@@ -78,7 +82,7 @@ func (qp *QP) postOneSend(wr *SendWR) error {
 			return ErrBadSGE // Immediate Data carries no payload
 		}
 	}
-	if wr.Op == OpRead {
+	if wr.Op.read() {
 		if qp.p.ORD == 0 {
 			return ErrNoORD
 		}
@@ -93,7 +97,7 @@ func (qp *QP) postOneSend(wr *SendWR) error {
 	e := &qp.sq[slot]
 	sgl := qp.sqSGE[int(slot)*qp.cfg.MaxSGE : int(slot)*qp.cfg.MaxSGE : int(slot+1)*qp.cfg.MaxSGE]
 	*e = sqEntry{wr: *wr, seq: qp.sqTail}
-	if wr.Flags&Inline != 0 && wr.Op != OpRead && !wr.Op.atomic() {
+	if wr.Flags&Inline != 0 && !wr.Op.read() && !wr.Op.atomic() {
 		if total > uint64(qp.cfg.MaxInline) {
 			return ErrInlineTooLong
 		}

@@ -37,6 +37,10 @@ type rxState struct {
 	immOp        wire.Opcode
 	immEntry     *rqEntry
 	imm          uint64
+
+	// A Send with Invalidate's STag, checked, to invalidate on completion.
+	invRegion *mem.Region
+	invSTag   uint32
 }
 
 type afterAction uint8
@@ -186,7 +190,9 @@ func (qp *QP) rxReadResponse(r *fpdu.Reader, h *wire.DDPHeader, payload, n int) 
 		e = &qp.sq[seq%uint64(len(qp.sq))]
 	}
 	qp.mu.Unlock()
-	if e == nil {
+	if e == nil || !e.wr.Op.read() {
+		// Nothing outstanding, or the oldest outstanding request is an
+		// atomic: its answer must come first (RFC 7306 §7 ordering).
 		return qp.termDDP(ErrUnexpectedReadResponse, h, n)
 	}
 	var sge *SGE
@@ -251,6 +257,11 @@ func (qp *QP) rxSend(r *fpdu.Reader, h *wire.DDPHeader, payload, n int) error {
 	}
 	rx.sendPlaced += uint64(payload)
 	if h.Last {
+		if op := h.Control.Opcode(); op == wire.OpSendInv || op == wire.OpSendSEInv {
+			if err := qp.checkSendInvalidate(h, n); err != nil {
+				return err
+			}
+		}
 		rx.after = afterRecvDone
 	}
 	return nil
@@ -356,6 +367,7 @@ func (qp *QP) completeRecv() {
 	}
 	rx.sendActive, rx.sendEntry = false, nil
 	rx.msn[wire.QNSend]++
+	qp.doSendInvalidate(&c)
 	qp.cfg.RecvCQ.push(&c)
 }
 
@@ -364,7 +376,13 @@ func (qp *QP) completeRead() {
 	qp.mu.Lock()
 	seq := *qp.orq.at(0)
 	qp.orq.pop()
-	qp.sq[seq%uint64(len(qp.sq))].complete = true
+	e := &qp.sq[seq%uint64(len(qp.sq))]
+	if e.wr.Op == OpReadInv {
+		qp.mu.Unlock()
+		qp.readInvalidate(e) // may wait for placements: not under qp.mu
+		qp.mu.Lock()
+	}
+	e.complete = true
 	qp.advanceCompletionsLocked()
 	qp.mu.Unlock()
 	qp.kick() // an ORD credit is free: queued Reads may go (never blocks)

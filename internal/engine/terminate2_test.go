@@ -177,3 +177,50 @@ func TestTerminateWhilePeerStreams(t *testing.T) {
 		t.Fatalf("QP error %v", a.qp.Err())
 	}
 }
+
+// TestSendInvalidateTerminates: a Send with Invalidate naming an STag that
+// cannot be invalidated: RDMAP 0x09 with error type 1 (remote protection)
+// for an access failure and type 2 (remote operation) otherwise, as siw.
+func TestSendInvalidateTerminates(t *testing.T) {
+	cases := []struct {
+		name string
+		pick func(ok, plain, other, dead *mem.Region) uint32
+		code wire.TermCode
+	}{
+		{"unknown-STag/RDMAP-2-0x09", func(ok, plain, other, dead *mem.Region) uint32 { return uint32(ok.STag()) ^ 0x100 }, wire.TermRDMAPOpInvalidate},
+		{"already-invalid/RDMAP-2-0x09", func(ok, plain, other, dead *mem.Region) uint32 { return uint32(dead.STag()) }, wire.TermRDMAPOpInvalidate},
+		{"other-PD/RDMAP-1-0x09", func(ok, plain, other, dead *mem.Region) uint32 { return uint32(other.STag()) }, wire.TermRDMAPProtInvalidate},
+		{"not-invalidatable/RDMAP-1-0x09", func(ok, plain, other, dead *mem.Region) uint32 { return uint32(plain.STag()) }, wire.TermRDMAPProtInvalidate},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o := pairOpts{crc: true}
+			var ok, plain, other, dead *mem.Region
+			a, peer := rawSide(t, o, func(a *side) {
+				ok, _, _ = a.register(t, 64, mem.AccessRemoteWrite|mem.AccessRemoteInvalidate)
+				plain, _, _ = a.register(t, 64, mem.AccessRemoteWrite)
+				dead, _, _ = a.register(t, 64, mem.AccessRemoteWrite|mem.AccessRemoteInvalidate)
+				if err := a.table.Invalidate(t.Context(), dead); err != nil {
+					t.Fatal(err)
+				}
+				var err error
+				other, err = a.table.Register(a.pd+1, make([]byte, 64), mem.AccessRemoteInvalidate, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r, _, _ := a.register(t, 64, mem.AccessLocalWrite)
+				if _, err := a.qp.PostRecv([]RecvWR{{ID: 1, SGL: []SGE{{Region: r, Len: 64}}}}); err != nil {
+					t.Fatal(err)
+				}
+			})
+			bad := cat(untagged(4, true, c.pick(ok, plain, other, dead), 0, 1, 0), []byte("bye"))
+			peer.send(t, bad)
+			got, _ := peer.readUntilTerminate(t)
+			assertTerminate(t, got, c.code, bad, 18, false)
+			<-a.qp.Done()
+			if !ok.Valid() || !plain.Valid() || !other.Valid() {
+				t.Fatal("a refused invalidation invalidated something")
+			}
+		})
+	}
+}

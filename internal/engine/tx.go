@@ -318,7 +318,7 @@ func (qp *QP) nextMsg() bool {
 	case OpSend, OpSendInv, OpSendSE, OpSendSEInv:
 		t.cur.msn = t.msn[wire.QNSend]
 		t.msn[wire.QNSend]++
-	case OpRead, OpFetchAdd, OpCmpSwap:
+	case OpRead, OpReadInv, OpFetchAdd, OpCmpSwap:
 		t.cur.msn = t.msn[wire.QNReadReq]
 		t.msn[wire.QNReadReq]++
 	case OpImmediate, OpImmediateSE, OpWriteImm, OpWriteImmSE:
@@ -343,6 +343,9 @@ func (qp *QP) appendSegment() (int, bool, error) {
 	hdr := t.hdr[:0]
 	var rdmapHdr []byte
 	switch {
+	case m.kind == txSQ && m.e.wr.Op == OpLocalInv:
+		qp.localInvalidate(m.e)
+		return 0, true, nil // nothing goes on the wire
 	case m.kind == txResponse && m.r.atomic:
 		return 0, true, qp.appendAtomicResponse(m.r)
 	case m.kind == txSQ && m.e.wr.Op.atomic():
@@ -361,7 +364,7 @@ func (qp *QP) appendSegment() (int, bool, error) {
 		h.Control = wire.MakeRDMAPControl(wire.RDMAPVersion1, wire.OpWrite)
 		h.STag = m.e.wr.RemoteSTag
 		h.TO = m.e.wr.RemoteTO + m.off
-	case m.e.wr.Op == OpRead:
+	case m.e.wr.Op.read():
 		h.Control = wire.MakeRDMAPControl(wire.RDMAPVersion1, wire.OpReadRequest)
 		h.QN, h.MSN, h.Last = wire.QNReadReq, m.msn, true
 		rr := wire.ReadRequest{SrcSTag: m.e.wr.RemoteSTag, SrcTO: m.e.wr.RemoteTO, Size: uint32(m.e.size)}

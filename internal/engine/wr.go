@@ -22,20 +22,26 @@ const (
 	OpImmediateSE // Immediate Data with Solicited Event
 	OpWriteImm    // RDMA Write followed by Immediate Data ("Write with Immediate")
 	OpWriteImmSE  // RDMA Write followed by Immediate Data with Solicited Event
+
+	OpLocalInv // invalidate a local STag (InvSTag), in send-queue order
+	OpReadInv  // RDMA Read that invalidates its sink's STag on completion
 )
 
 var opNames = [...]string{
 	OpSend: "Send", OpSendInv: "SendInv", OpSendSE: "SendSE", OpSendSEInv: "SendSEInv",
 	OpWrite: "Write", OpRead: "Read", OpRecv: "Recv",
 	OpFetchAdd: "FetchAdd", OpCmpSwap: "CmpSwap", OpImmediate: "Immediate", OpImmediateSE: "ImmediateSE",
-	OpWriteImm: "WriteImm", OpWriteImmSE: "WriteImmSE",
+	OpWriteImm: "WriteImm", OpWriteImmSE: "WriteImmSE", OpLocalInv: "LocalInv", OpReadInv: "ReadInv",
 }
 
 // atomic reports whether o is an RFC 7306 atomic.
 func (o Op) atomic() bool { return o == OpFetchAdd || o == OpCmpSwap }
 
+// read reports whether o is an RDMA Read.
+func (o Op) read() bool { return o == OpRead || o == OpReadInv }
+
 // outbound reports whether o takes an ORD credit (a response is awaited).
-func (o Op) outbound() bool { return o == OpRead || o.atomic() }
+func (o Op) outbound() bool { return o.read() || o.atomic() }
 
 // String names the operation.
 func (o Op) String() string {

@@ -11,7 +11,11 @@ const (
 	AccessRemoteRead                      // a peer may RDMA Read it
 	AccessRemoteWrite                     // a peer may RDMA Write it
 	AccessRemoteAtomic                    // a peer may run RFC 7306 atomics on it
-	accessAll          = AccessLocalWrite | AccessRemoteRead | AccessRemoteWrite | AccessRemoteAtomic
+	// AccessRemoteInvalidate lets a peer invalidate the STag with a Send
+	// with Invalidate (RFC 5040 §5.3); regions without it are "not
+	// remotely invalidatable".
+	AccessRemoteInvalidate
+	accessAll = AccessLocalWrite | AccessRemoteRead | AccessRemoteWrite | AccessRemoteAtomic | AccessRemoteInvalidate
 )
 
 // String lists the rights, e.g. "local-write|remote-read".
@@ -28,6 +32,7 @@ func (a Access) String() string {
 		{AccessRemoteRead, "remote-read"},
 		{AccessRemoteWrite, "remote-write"},
 		{AccessRemoteAtomic, "remote-atomic"},
+		{AccessRemoteInvalidate, "remote-invalidate"},
 	} {
 		if a&n.a != 0 {
 			parts = append(parts, n.name)
