@@ -287,7 +287,7 @@ func (qp *QP) postError(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, engine.ErrSQFull), errors.Is(err, engine.ErrRQFull):
+	case errors.Is(err, engine.ErrSQFull), errors.Is(err, engine.ErrRQFull), errors.Is(err, engine.ErrSQNeedsSignaled):
 		return fmt.Errorf("%w: %w", ErrQueueFull, err)
 	case errors.Is(err, engine.ErrNotConnected):
 		return fmt.Errorf("%w: %w", ErrNotConnected, err)

@@ -36,6 +36,12 @@ func (qp *QP) postOneSend(wr *SendWR) error {
 	if qp.sqTail-qp.sqFree >= depth {
 		return ErrSQFull
 	}
+	// An unsignaled WR may not take the last free slot: a send queue full
+	// of completed unsignaled WRs could never free a slot (only a polled
+	// completion does), so it would wedge silently.
+	if wr.Flags&Signaled == 0 && wr.Waiter == nil && qp.sqTail-qp.sqFree == depth-1 {
+		return ErrSQNeedsSignaled
+	}
 	switch wr.Op {
 	case OpSend, OpSendInv, OpSendSE, OpSendSEInv, OpWrite, OpRead, OpReadInv:
 	case OpLocalInv:

@@ -33,18 +33,21 @@ func (s State) String() string {
 
 // Errors of the local QP API (never sent as Terminates).
 var (
-	ErrSQFull        = errors.New("engine: send queue full")
-	ErrRQFull        = errors.New("engine: receive queue full")
-	ErrTooManySGE    = errors.New("engine: too many scatter/gather elements")
-	ErrBadSGE        = errors.New("engine: scatter/gather element outside its region")
-	ErrBadOp         = errors.New("engine: unknown work request operation")
-	ErrNotConnected  = errors.New("engine: queue pair is not connected")
-	ErrQPState       = errors.New("engine: queue pair is not in a state that accepts work")
-	ErrMessageSize   = errors.New("engine: message larger than the maximum message size")
-	ErrInlineTooLong = errors.New("engine: inline data longer than the QP's inline limit")
-	ErrReadSinkSGE   = errors.New("engine: an RDMA Read sink must be a single SGE")
-	ErrAccess        = errors.New("engine: a local buffer lacks the access the operation needs")
-	ErrNoORD         = errors.New("engine: RDMA Read or atomic with an ORD of 0: the peer accepts no Read or Atomic Requests")
+	ErrSQFull = errors.New("engine: send queue full")
+	// ErrSQNeedsSignaled: the send queue's last free slot is kept for a
+	// signaled WR, whose polled completion frees the unsignaled ones.
+	ErrSQNeedsSignaled = errors.New("engine: the last free send-queue slot needs a signaled work request")
+	ErrRQFull          = errors.New("engine: receive queue full")
+	ErrTooManySGE      = errors.New("engine: too many scatter/gather elements")
+	ErrBadSGE          = errors.New("engine: scatter/gather element outside its region")
+	ErrBadOp           = errors.New("engine: unknown work request operation")
+	ErrNotConnected    = errors.New("engine: queue pair is not connected")
+	ErrQPState         = errors.New("engine: queue pair is not in a state that accepts work")
+	ErrMessageSize     = errors.New("engine: message larger than the maximum message size")
+	ErrInlineTooLong   = errors.New("engine: inline data longer than the QP's inline limit")
+	ErrReadSinkSGE     = errors.New("engine: an RDMA Read sink must be a single SGE")
+	ErrAccess          = errors.New("engine: a local buffer lacks the access the operation needs")
+	ErrNoORD           = errors.New("engine: RDMA Read or atomic with an ORD of 0: the peer accepts no Read or Atomic Requests")
 	// ErrNotSupportedByPeer: the operation needs an RDMAP extension the
 	// peer did not agree to; nothing was sent (extensions.md §3.1).
 	ErrNotSupportedByPeer = errors.New("engine: operation not supported by the peer (RFC 7306 not negotiated)")
