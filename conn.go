@@ -33,6 +33,10 @@ type ConnOptions struct {
 	MPARevision int
 	// NoP2P disables RFC 6581 peer-to-peer mode (and so the RTR message).
 	NoP2P bool
+	// RTR is the set of ready-to-receive message types offered (when
+	// connecting) or accepted (when accepting) in peer-to-peer mode.
+	// Zero means the defaults: offer Write and Read, accept all three.
+	RTR RTR
 	// NoExtensions offers no RDMAP extension in the MPA startup (the
 	// project's extension bits, shared/spec extensions.md §3): RFC 7306
 	// operations then fail locally with ErrNotSupportedByPeer unless
@@ -70,6 +74,9 @@ func (o *ConnOptions) mpaConfig(qp *QP) *mpa.Config {
 		c.Rev = mpa.Rev1
 		c.P2P = false
 	}
+	if o.RTR != 0 {
+		c.OfferRTR, c.AcceptRTR = mpa.RTR(o.RTR), mpa.RTR(o.RTR)
+	}
 	if o.NoP2P {
 		c.P2P = false
 		c.AcceptRTR = 0
@@ -86,6 +93,24 @@ func (o *ConnOptions) mpaConfig(qp *QP) *mpa.Config {
 	c.MaxPrivateData = o.MaxPrivateData
 	return c
 }
+
+// RTR is a set of RFC 6581 ready-to-receive message types: the first FPDU
+// an Initiator sends in peer-to-peer mode, after which the Responder may
+// send.
+type RTR uint8
+
+// The RTR types (RFC 6581 §5).
+const (
+	// RTRWrite is a zero-length RDMA Write (to STag 1, TO 0, as siw sends).
+	RTRWrite RTR = RTR(mpa.RTRWrite)
+	// RTRRead is a zero-length RDMA Read Request (sink STag 0, source
+	// STag 1), answered with a zero-length Read Response; it needs one
+	// IRD/ORD credit, reserved for it if the QP asked for 0.
+	RTRRead RTR = RTR(mpa.RTRRead)
+	// RTRSend is a zero-length Send; it consumes a receive at the Responder
+	// (hidden from the application).
+	RTRSend RTR = RTR(mpa.RTRSend)
+)
 
 // Extensions is a set of RDMAP extensions (shared/spec extensions.md).
 type Extensions uint8
