@@ -23,7 +23,7 @@ func (qp *QP) appendAtomicRequest(m *txMsg) error {
 	wr := &m.e.wr
 	h := wire.DDPHeader{
 		Version: wire.DDPVersion, Last: true,
-		Control: wire.MakeRDMAPControl(wire.RDMAPVersion1, wire.OpAtomicRequest),
+		Control: wire.MakeRDMAPControl(qp.rv, wire.OpAtomicRequest),
 		QN:      wire.QNReadReq, MSN: m.msn,
 	}
 	ar := wire.AtomicRequest{
@@ -47,7 +47,7 @@ func (qp *QP) appendAtomicResponse(r *irqEntry) error {
 	t := &qp.tx
 	h := wire.DDPHeader{
 		Version: wire.DDPVersion, Last: true,
-		Control: wire.MakeRDMAPControl(wire.RDMAPVersion1, wire.OpAtomicResponse),
+		Control: wire.MakeRDMAPControl(qp.rv, wire.OpAtomicResponse),
 		QN:      wire.QNResponse, MSN: t.msn[wire.QNResponse],
 	}
 	t.msn[wire.QNResponse]++

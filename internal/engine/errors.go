@@ -83,6 +83,10 @@ var (
 	// error surfaced and the stream terminated (codes: project choice).
 	ErrUnexpectedAtomicResponse = &wire.ProtocolError{What: "Atomic Response with no outstanding Atomic Request", Code: wire.TermRDMAPUnexpectedOpcode}
 	ErrAtomicResponseID         = &wire.ProtocolError{What: "Atomic Response with an unexpected request identifier", Code: wire.TermRDMAPOpUnspecified}
+	// V2 draft (codes: project choice, the untagged-buffer analogues of
+	// RFC 5041's).
+	ErrReadV2TooLong = &wire.ProtocolError{What: "Read V2 Response longer than requested", Code: wire.TermDDPTooLong}
+	ErrReadV2Short   = &wire.ProtocolError{What: "Read V2 Response shorter than requested", Code: wire.TermDDPInvalidMO}
 )
 
 // placementError is the violation of a failed access check.

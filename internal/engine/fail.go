@@ -57,7 +57,7 @@ func (qp *QP) sendTerminateIfDue() bool {
 	t.stop = true
 	h := wire.DDPHeader{
 		Version: wire.DDPVersion, Last: true,
-		Control: wire.MakeRDMAPControl(wire.RDMAPVersion1, wire.OpTerminate),
+		Control: wire.MakeRDMAPControl(qp.rv, wire.OpTerminate),
 		QN:      wire.QNTerminate, MSN: t.msn[wire.QNTerminate],
 	}
 	t.msn[wire.QNTerminate]++

@@ -21,7 +21,7 @@ func (qp *QP) appendImmediate(m *txMsg) error {
 	}
 	h := wire.DDPHeader{
 		Version: wire.DDPVersion, Last: true,
-		Control: wire.MakeRDMAPControl(wire.RDMAPVersion1, op),
+		Control: wire.MakeRDMAPControl(qp.rv, op),
 		QN:      wire.QNSend, MSN: m.msn,
 	}
 	b := wire.AppendDDPHeader(t.hdr[:0], &h)

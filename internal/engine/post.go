@@ -1,6 +1,10 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/goiwarp/iwarp/internal/wire"
+)
 
 // PostSend queues send work requests in order. It stops at the first one
 // that cannot be posted and returns how many were posted and why the next
@@ -48,6 +52,11 @@ func (qp *QP) postOneSend(wr *SendWR) error {
 		if len(wr.SGL) != 0 {
 			return ErrBadSGE
 		}
+	case OpSendImm, OpSendInvImm, OpSendSEImm, OpSendSEInvImm, OpReadV2:
+		// V2 messages go only to a peer that agreed to V2.
+		if qp.rv != wire.RDMAPVersion2 {
+			return ErrNotSupportedByPeer
+		}
 	case OpFetchAdd, OpCmpSwap, OpImmediate, OpImmediateSE, OpWriteImm, OpWriteImmSE:
 		// RFC 7306 messages go only to a peer known to support them
 		// (extensions.md §3.1).
@@ -88,6 +97,16 @@ func (qp *QP) postOneSend(wr *SendWR) error {
 			return ErrBadSGE // Immediate Data carries no payload
 		}
 	}
+	if wr.Op == OpReadV2 {
+		if qp.p.ORD == 0 {
+			return ErrNoORD
+		}
+		for i := range wr.SGL {
+			if !wr.SGL[i].Region.Access().LocalWrite() {
+				return ErrAccess
+			}
+		}
+	}
 	if wr.Op.read() {
 		if qp.p.ORD == 0 {
 			return ErrNoORD
@@ -103,7 +122,7 @@ func (qp *QP) postOneSend(wr *SendWR) error {
 	e := &qp.sq[slot]
 	sgl := qp.sqSGE[int(slot)*qp.cfg.MaxSGE : int(slot)*qp.cfg.MaxSGE : int(slot+1)*qp.cfg.MaxSGE]
 	*e = sqEntry{wr: *wr, seq: qp.sqTail}
-	if wr.Flags&Inline != 0 && !wr.Op.read() && !wr.Op.atomic() {
+	if wr.Flags&Inline != 0 && !wr.Op.read() && !wr.Op.atomic() && wr.Op != OpReadV2 {
 		if total > uint64(qp.cfg.MaxInline) {
 			return ErrInlineTooLong
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/goiwarp/iwarp/internal/fpdu"
 	"github.com/goiwarp/iwarp/internal/mem"
+	"github.com/goiwarp/iwarp/internal/wire"
 )
 
 // State is a QP's state (shared/spec rdmap.md §3, as in siw and verbs).
@@ -56,6 +57,10 @@ var (
 	ErrMisaligned = errors.New("engine: atomic target must be 8-byte aligned")
 )
 
+// minMULPDU is the smallest MULPDU the engine segments to: an untagged
+// header and a few payload bytes.
+const minMULPDU = wire.UntaggedHdrLen + 4
+
 // MaxMessageSize is the largest message (Send, Write or Read) one work
 // request may carry: 2^31 bytes, well inside RDMAP's 32-bit sizes.
 const MaxMessageSize = 1 << 31
@@ -99,6 +104,10 @@ type Params struct {
 	// so this side may send its messages. Received RFC 7306 messages are
 	// processed whatever this says (extensions.md §3.4).
 	RFC7306 bool
+	// V2: both sides agreed to the RDMAP Extensions V2 draft: every message
+	// in both directions carries RDMAP version 2 (5-bit opcodes), and the
+	// V2 messages (Send with Immediate, Read V2) may be sent.
+	V2 bool
 }
 
 // QP is one queue pair: an RDMAP stream over one MPA connection.
@@ -116,6 +125,7 @@ type QP struct {
 	err   error // the first error: why the QP left RTS
 	conn  *fpdu.Conn
 	p     Params
+	rv    uint8 // the RDMAP version of the stream: 1, or 2 once V2 is agreed (set by Start)
 
 	// Send queue: a ring of cfg.SQDepth entries addressed by sequence
 	// numbers. sqFree <= sqDone <= sqNext <= sqTail:
@@ -251,10 +261,18 @@ func (qp *QP) Start(c *fpdu.Conn, p Params) error {
 	if p.FirstPeerReadMSN == 0 {
 		p.FirstPeerReadMSN = 1
 	}
-	if p.MULPDU < 64 {
+	switch {
+	case p.MULPDU <= 0:
 		p.MULPDU = fpdu.MULPDU(fpdu.EMSS(c.NetConn()), c.Options().SendMarkers)
+	case p.MULPDU < minMULPDU:
+		p.MULPDU = minMULPDU
 	}
 	qp.conn, qp.p, qp.state = c, p, StateRTS
+	qp.rv = wire.RDMAPVersion1
+	if p.V2 {
+		qp.rv = wire.RDMAPVersion2
+		qp.p.RFC7306 = true // V2 requires all of RFC 7306
+	}
 	qp.tx.msn = [4]uint32{p.FirstSendMSN, p.FirstReadMSN, 1, 1}
 	qp.rx.msn = [4]uint32{p.FirstPeerSendMSN, p.FirstPeerReadMSN, 1, 1}
 	qp.orq = newRing[uint64](p.ORD)

@@ -46,13 +46,15 @@ type rxState struct {
 type afterAction uint8
 
 const (
-	afterNothing    afterAction = iota
-	afterRecvDone               // a Send's last segment: complete the receive
-	afterReadDone               // a Read Response's last segment: complete the Read
-	afterQueueRead              // a Read Request: queue its response
-	afterAtomic                 // an Atomic Request: perform it, queue its response
-	afterAtomicDone             // an Atomic Response: complete the atomic
-	afterImmediate              // Immediate Data: complete the receive
+	afterNothing     afterAction = iota
+	afterRecvDone                // a Send's last segment: complete the receive
+	afterReadDone                // a Read Response's last segment: complete the Read
+	afterQueueRead               // a Read Request: queue its response
+	afterAtomic                  // an Atomic Request: perform it, queue its response
+	afterAtomicDone              // an Atomic Response: complete the atomic
+	afterImmediate               // Immediate Data: complete the receive
+	afterSendImmDone             // V2 Send with Immediate: complete the receive
+	afterReadV2Done              // V2 Read V2 Response: complete the Read V2
 )
 
 // irqEntry is one Read Request of the peer, waiting for its response.
@@ -67,6 +69,8 @@ type irqEntry struct {
 	atomic bool
 	reqID  uint32
 	orig   uint64
+	// v2: a Read V2 Response (untagged, QN 3) rather than a tagged one.
+	v2 bool
 }
 
 func (e *irqEntry) release() {
@@ -114,7 +118,7 @@ func (qp *QP) rxFPDU(r *fpdu.Reader, n int) error {
 		return err
 	}
 	h, _, _ := wire.ParseDDPHeader(hdr[:hl])
-	info, err := wire.ValidateDDPHeader(&h, wire.RDMAPVersion1)
+	info, err := wire.ValidateDDPHeader(&h, qp.rv)
 	if err != nil {
 		return qp.termDDP(err, &h, n)
 	}
@@ -138,6 +142,16 @@ func (qp *QP) rxFPDU(r *fpdu.Reader, n int) error {
 		err = qp.rxAtomicResponse(r, &h, rest, n)
 	case wire.OpImmediate, wire.OpImmediateSE:
 		err = qp.rxImmediate(r, &h, rest, n)
+	case wire.OpSendImm, wire.OpSendInvImm, wire.OpSendSEImm, wire.OpSendSEInvImm:
+		if h.Last {
+			err = qp.rxSendImmLast(r, &h, rest, n)
+		} else {
+			err = qp.rxSend(r, &h, rest, n)
+		}
+	case wire.OpReadV2Request:
+		err = qp.rxReadV2Request(r, &h, rest, n)
+	case wire.OpReadV2Response:
+		err = qp.rxReadV2Response(r, &h, rest, n)
 	default:
 		return qp.termDDP(wire.ErrUnexpectedOpcode, &h, n)
 	}
@@ -160,6 +174,10 @@ func (qp *QP) rxFPDU(r *fpdu.Reader, n int) error {
 		qp.completeAtomic()
 	case afterImmediate:
 		qp.completeImmediate()
+	case afterSendImmDone:
+		qp.completeSendImm()
+	case afterReadV2Done:
+		qp.completeReadV2()
 	}
 	return nil
 }

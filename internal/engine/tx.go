@@ -318,7 +318,11 @@ func (qp *QP) nextMsg() bool {
 	case OpSend, OpSendInv, OpSendSE, OpSendSEInv:
 		t.cur.msn = t.msn[wire.QNSend]
 		t.msn[wire.QNSend]++
-	case OpRead, OpReadInv, OpFetchAdd, OpCmpSwap:
+	case OpSendImm, OpSendInvImm, OpSendSEImm, OpSendSEInvImm:
+		t.cur.msn = t.msn[wire.QNSend]
+		t.msn[wire.QNSend]++
+		t.cur.immDone = e.size == 0
+	case OpRead, OpReadInv, OpReadV2, OpFetchAdd, OpCmpSwap:
 		t.cur.msn = t.msn[wire.QNReadReq]
 		t.msn[wire.QNReadReq]++
 	case OpImmediate, OpImmediateSE, OpWriteImm, OpWriteImmSE:
@@ -343,6 +347,17 @@ func (qp *QP) appendSegment() (int, bool, error) {
 	hdr := t.hdr[:0]
 	var rdmapHdr []byte
 	switch {
+	case m.kind == txSQ && m.e.wr.Op.sendImm() && m.immDone:
+		return 0, true, qp.appendSendImmLast(m)
+	case m.kind == txSQ && m.e.wr.Op == OpReadV2:
+		return 0, true, qp.appendReadV2Request(m)
+	case m.kind == txResponse && m.r.v2:
+		if m.off == 0 {
+			m.msn = t.msn[wire.QNResponse]
+			t.msn[wire.QNResponse]++
+		}
+		h.Control = wire.MakeRDMAPControl(qp.rv, wire.OpReadV2Response)
+		h.QN, h.MSN, h.MO = wire.QNResponse, m.msn, uint32(m.off)
 	case m.kind == txSQ && m.e.wr.Op == OpLocalInv:
 		qp.localInvalidate(m.e)
 		return 0, true, nil // nothing goes on the wire
@@ -356,16 +371,16 @@ func (qp *QP) appendSegment() (int, bool, error) {
 		return 0, true, qp.appendImmediate(m)
 	case m.kind == txResponse:
 		h.Tagged = true
-		h.Control = wire.MakeRDMAPControl(wire.RDMAPVersion1, wire.OpReadResponse)
+		h.Control = wire.MakeRDMAPControl(qp.rv, wire.OpReadResponse)
 		h.STag = m.r.sinkSTag
 		h.TO = m.r.sinkTO + m.off
 	case m.e.wr.Op == OpWrite || m.e.wr.Op == OpWriteImm || m.e.wr.Op == OpWriteImmSE:
 		h.Tagged = true
-		h.Control = wire.MakeRDMAPControl(wire.RDMAPVersion1, wire.OpWrite)
+		h.Control = wire.MakeRDMAPControl(qp.rv, wire.OpWrite)
 		h.STag = m.e.wr.RemoteSTag
 		h.TO = m.e.wr.RemoteTO + m.off
 	case m.e.wr.Op.read():
-		h.Control = wire.MakeRDMAPControl(wire.RDMAPVersion1, wire.OpReadRequest)
+		h.Control = wire.MakeRDMAPControl(qp.rv, wire.OpReadRequest)
 		h.QN, h.MSN, h.Last = wire.QNReadReq, m.msn, true
 		rr := wire.ReadRequest{SrcSTag: m.e.wr.RemoteSTag, SrcTO: m.e.wr.RemoteTO, Size: uint32(m.e.size)}
 		if len(m.e.wr.SGL) == 1 {
@@ -376,8 +391,14 @@ func (qp *QP) appendSegment() (int, bool, error) {
 		hdr = wire.AppendDDPHeader(hdr, &h)
 		hdr = wire.AppendReadRequest(hdr, &rr)
 		return 0, true, w.Append(hdr)
+	case m.e.wr.Op.sendImm():
+		h.Control = wire.MakeRDMAPControl(qp.rv, sendImmOpcodes[m.e.wr.Op])
+		h.QN, h.MSN, h.MO = wire.QNSend, m.msn, uint32(m.off)
+		if m.e.wr.Op == OpSendInvImm || m.e.wr.Op == OpSendSEInvImm {
+			h.InvSTag = m.e.wr.InvSTag
+		}
 	default: // the Sends
-		h.Control = wire.MakeRDMAPControl(wire.RDMAPVersion1, sendOpcodes[m.e.wr.Op])
+		h.Control = wire.MakeRDMAPControl(qp.rv, sendOpcodes[m.e.wr.Op])
 		h.QN, h.MSN, h.MO = wire.QNSend, m.msn, uint32(m.off)
 		if m.e.wr.Op == OpSendInv || m.e.wr.Op == OpSendSEInv {
 			h.InvSTag = m.e.wr.InvSTag
@@ -386,6 +407,9 @@ func (qp *QP) appendSegment() (int, bool, error) {
 	room := uint64(qp.p.MULPDU - h.Len() - len(rdmapHdr))
 	n := min(m.size-m.off, room)
 	h.Last = m.off+n == m.size
+	if m.kind == txSQ && m.e.wr.Op.sendImm() {
+		h.Last = false // the immediate segment carries L=1
+	}
 	hdr = wire.AppendDDPHeader(hdr, &h)
 	pieces := qp.payload(m, n)
 	if err := w.Append(hdr, pieces...); err != nil {
@@ -395,6 +419,10 @@ func (qp *QP) appendSegment() (int, bool, error) {
 	if h.Last && m.kind == txSQ && (m.e.wr.Op == OpWriteImm || m.e.wr.Op == OpWriteImmSE) {
 		m.immDone = true
 		return int(n), false, nil // the Immediate Data message follows
+	}
+	if m.kind == txSQ && m.e.wr.Op.sendImm() && m.off == m.size {
+		m.immDone = true
+		return int(n), false, nil // the immediate segment follows (this one has L=0)
 	}
 	return int(n), h.Last, nil
 }

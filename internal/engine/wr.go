@@ -25,6 +25,13 @@ const (
 
 	OpLocalInv // invalidate a local STag (InvSTag), in send-queue order
 	OpReadInv  // RDMA Read that invalidates its sink's STag on completion
+
+	// The V2 draft (only once V2 is agreed).
+	OpSendImm      // Send with Immediate Data
+	OpSendInvImm   // Send with Invalidate and Immediate Data
+	OpSendSEImm    // Send with Solicited Event and Immediate Data
+	OpSendSEInvImm // Send with Invalidate, Solicited Event and Immediate Data
+	OpReadV2       // RDMA Read V2: the response lands in the SGL, untagged on QN 3
 )
 
 var opNames = [...]string{
@@ -32,7 +39,12 @@ var opNames = [...]string{
 	OpWrite: "Write", OpRead: "Read", OpRecv: "Recv",
 	OpFetchAdd: "FetchAdd", OpCmpSwap: "CmpSwap", OpImmediate: "Immediate", OpImmediateSE: "ImmediateSE",
 	OpWriteImm: "WriteImm", OpWriteImmSE: "WriteImmSE", OpLocalInv: "LocalInv", OpReadInv: "ReadInv",
+	OpSendImm: "SendImm", OpSendInvImm: "SendInvImm", OpSendSEImm: "SendSEImm", OpSendSEInvImm: "SendSEInvImm",
+	OpReadV2: "ReadV2",
 }
+
+// sendImm reports whether o is a V2 Send with Immediate variant.
+func (o Op) sendImm() bool { return o >= OpSendImm && o <= OpSendSEInvImm }
 
 // atomic reports whether o is an RFC 7306 atomic.
 func (o Op) atomic() bool { return o == OpFetchAdd || o == OpCmpSwap }
@@ -41,7 +53,7 @@ func (o Op) atomic() bool { return o == OpFetchAdd || o == OpCmpSwap }
 func (o Op) read() bool { return o == OpRead || o == OpReadInv }
 
 // outbound reports whether o takes an ORD credit (a response is awaited).
-func (o Op) outbound() bool { return o.read() || o.atomic() }
+func (o Op) outbound() bool { return o.read() || o.atomic() || o == OpReadV2 }
 
 // String names the operation.
 func (o Op) String() string {
