@@ -117,3 +117,19 @@ func (mr *MR) word(off int) (uint64, error) {
 	}
 	return to, nil
 }
+
+// SendWithImmediate sends the SGL as one message with the V2 draft's Send
+// with Immediate Data: the peer's receive gets the bytes and its
+// completion carries imm. Needs V2 agreed (QPAttributes.V2).
+func (qp *QP) SendWithImmediate(ctx context.Context, imm uint64, sgl ...SGE) error {
+	return qp.do(ctx, SendWR{Op: OpSendWithImmediate, Immediate: imm, SGL: sgl})
+}
+
+// ReadV2 reads the peer's memory at remote into the SGL (one or more
+// SGEs, their total length being the size) with the V2 draft's RDMA Read
+// V2, which never exposes the local buffers on the wire. Needs V2 agreed;
+// with a peer without V2 the caller may choose QP.Read (RFC 5040) instead,
+// which names the sink's STag on the wire.
+func (qp *QP) ReadV2(ctx context.Context, remote RemoteBuffer, sgl ...SGE) error {
+	return qp.do(ctx, SendWR{Op: OpReadV2, Remote: remote, SGL: sgl})
+}

@@ -42,6 +42,9 @@ type ConnOptions struct {
 	// operations then fail locally with ErrNotSupportedByPeer unless
 	// PeerExtensions declares them.
 	NoExtensions bool
+	// Extensions is the set of RDMAP extensions offered; zero means all
+	// (RFC 7306 and V2). V2 requires RFC 7306.
+	Extensions Extensions
 	// PeerExtensions, if not zero, is a ULP-level declaration of what the
 	// peer supports, overriding the MPA bits (for peers that negotiate in
 	// their own protocol, as RFC 7306 suggests, or hardware that does not
@@ -82,8 +85,10 @@ func (o *ConnOptions) mpaConfig(qp *QP) *mpa.Config {
 		c.AcceptRTR = 0
 	}
 	c.IRD, c.ORD = uint16(qp.cfg.IRD), uint16(qp.cfg.ORD)
-	// RFC 7306 is offered; V2 is not implemented yet, so it is not.
-	c.Extensions = mpa.ExtRFC7306
+	c.Extensions = mpa.ExtRFC7306 | mpa.ExtV2
+	if o.Extensions != 0 {
+		c.Extensions = mpa.Ext(o.Extensions)
+	}
 	c.NoAdvertise = o.NoExtensions
 	if o.PeerExtensions != 0 {
 		c.DeclarePeerExtensions, c.PeerExtensions = true, mpa.Ext(o.PeerExtensions)
@@ -120,6 +125,9 @@ const (
 	// ExtRFC7306 is RFC 7306: atomics (FetchAdd, CompareSwap, with masks),
 	// Immediate Data and Write with Immediate.
 	ExtRFC7306 Extensions = Extensions(mpa.ExtRFC7306)
+	// ExtV2 is the RDMAP Extensions V2 draft: RDMAP version 2 on every
+	// message, Send with Immediate, RDMA Read V2. It implies RFC 7306.
+	ExtV2 Extensions = Extensions(mpa.ExtV2)
 )
 
 // RejectedError reports that the peer rejected the connection; PrivateData

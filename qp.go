@@ -263,6 +263,16 @@ func toEngineOp(op Opcode, f SendFlags) (engine.Op, bool) {
 		return engine.OpWrite, true
 	case op == OpRead:
 		return engine.OpRead, true
+	case op == OpSendWithImmediate && se:
+		return engine.OpSendSEImm, true
+	case op == OpSendWithImmediate:
+		return engine.OpSendImm, true
+	case op == OpSendInvalidateWithImmediate && se:
+		return engine.OpSendSEInvImm, true
+	case op == OpSendInvalidateWithImmediate:
+		return engine.OpSendInvImm, true
+	case op == OpReadV2:
+		return engine.OpReadV2, true
 	case op == OpLocalInvalidate:
 		return engine.OpLocalInv, true
 	case op == OpReadWithInvalidate:
@@ -341,6 +351,7 @@ func (qp *QP) start(c *mpa.Conn) error {
 		FirstSendMSN: p.SendMSN(0), FirstReadMSN: p.SendMSN(1),
 		FirstPeerSendMSN: p.RecvMSN(0), FirstPeerReadMSN: p.RecvMSN(1),
 		RFC7306: p.Extensions&mpa.ExtRFC7306 != 0,
+		V2:      p.Extensions&mpa.ExtV2 != 0,
 	})
 }
 

@@ -44,11 +44,24 @@ const (
 	// OpReadWithInvalidate is an RDMA Read that invalidates its sink's STag
 	// when the data has been placed ("Read with local invalidate").
 	OpReadWithInvalidate
+	// OpSendWithImmediate is the V2 draft's Send with Immediate Data: the
+	// SGL's bytes land in the peer's receive and Immediate arrives in its
+	// completion (with Solicited: a solicited event). Needs V2 agreed.
+	OpSendWithImmediate
+	// OpSendInvalidateWithImmediate is Send with Immediate that also
+	// invalidates the peer's STag InvalidateSTag. Needs V2 agreed.
+	OpSendInvalidateWithImmediate
+	// OpReadV2 is the V2 draft's RDMA Read V2: the request names only the
+	// peer's source buffer; the response is untagged and lands in the SGL,
+	// which may have several SGEs and is never exposed on the wire. Needs
+	// V2 agreed (OpRead is the RFC 5040 Read, which exposes the sink STag).
+	OpReadV2
 )
 
 var opcodeNames = [...]string{OpSend: "Send", OpSendInvalidate: "SendInvalidate", OpWrite: "Write", OpRead: "Read", OpRecv: "Recv",
 	OpFetchAdd: "FetchAdd", OpCompareSwap: "CompareSwap", OpImmediate: "Immediate", OpWriteWithImmediate: "WriteWithImmediate",
-	OpLocalInvalidate: "LocalInvalidate", OpReadWithInvalidate: "ReadWithInvalidate"}
+	OpLocalInvalidate: "LocalInvalidate", OpReadWithInvalidate: "ReadWithInvalidate",
+	OpSendWithImmediate: "SendWithImmediate", OpSendInvalidateWithImmediate: "SendInvalidateWithImmediate", OpReadV2: "ReadV2"}
 
 // String names the operation.
 func (o Opcode) String() string {
@@ -174,6 +187,9 @@ var fromEngineOp = [...]Opcode{
 	engine.OpFetchAdd: OpFetchAdd, engine.OpCmpSwap: OpCompareSwap, engine.OpImmediate: OpImmediate,
 	engine.OpImmediateSE: OpImmediate, engine.OpWriteImm: OpWriteWithImmediate, engine.OpWriteImmSE: OpWriteWithImmediate,
 	engine.OpLocalInv: OpLocalInvalidate, engine.OpReadInv: OpReadWithInvalidate,
+	engine.OpSendImm: OpSendWithImmediate, engine.OpSendSEImm: OpSendWithImmediate,
+	engine.OpSendInvImm: OpSendInvalidateWithImmediate, engine.OpSendSEInvImm: OpSendInvalidateWithImmediate,
+	engine.OpReadV2: OpReadV2,
 }
 
 // completion converts an engine completion.
