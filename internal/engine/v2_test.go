@@ -130,3 +130,125 @@ func rawSideV2(t *testing.T, o pairOpts, setup func(a *side)) (*side, *rawPeer) 
 	t.Cleanup(func() { _ = a.qp.Close(); cb.Close() })
 	return a, &rawPeer{nc: cb, fc: fpdu.NewConn(cb, fpdu.Options{CRC: o.crc})}
 }
+
+// untaggedV2 is an untagged header with RDMAP version 2 (5-bit opcode).
+func untaggedV2(op byte, last bool, inv, qn, msn, mo uint32) []byte {
+	b := untagged(0, last, inv, qn, msn, mo)
+	b[1] = 0x80 | op
+	return b
+}
+
+// wantTerminateV2 is wantTerminate sent under RDMAP version 2.
+func wantTerminateV2(code wire.TermCode, offending []byte, ddpLen int) []byte {
+	b := wantTerminate(code, offending, ddpLen, false)
+	b[1] = 0x80 | 7
+	return b
+}
+
+// TestV2Terminates: each V2 violation gives its Terminate (itself carrying
+// RV=2 once V2 is agreed) and a clean teardown; an RV=2 frame when V2 was
+// not agreed is an invalid RDMAP version.
+func TestV2Terminates(t *testing.T) {
+	type tc struct {
+		name string
+		v2   bool
+		pre  func(a *side, peer *rawPeer) // drives the QP to the phase
+		bad  []byte
+		code wire.TermCode
+	}
+	recv := func(a *side) {
+		r, _, _ := a.register(t, 64, mem.AccessLocalWrite)
+		if _, err := a.qp.PostRecv([]RecvWR{{ID: 1, SGL: []SGE{{Region: r, Len: 64}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readV2Outstanding := func(a *side, peer *rawPeer) {
+		sink, _, _ := a.register(t, 16, mem.AccessLocalWrite)
+		if _, err := a.qp.PostSend([]SendWR{{ID: 7, Op: OpReadV2, Flags: Signaled, SGL: []SGE{{Region: sink, Len: 16}}, RemoteSTag: 5}}); err != nil {
+			t.Fatal(err)
+		}
+		peer.readULPDU(t) // the Read V2 Request
+	}
+	cases := []tc{
+		{name: "RV2-not-negotiated/RDMAP-2-0x05", v2: false, bad: cat(untaggedV2(0x13, true, 0, 0, 1, 0), make([]byte, 8)), code: wire.TermRDMAPInvalidVersion},
+		{name: "RV1-after-V2/RDMAP-2-0x05", v2: true, bad: cat(untagged(3, true, 0, 0, 1, 0), []byte("x")), code: wire.TermRDMAPInvalidVersion},
+		{name: "undefined-opcode-0x17/RDMAP-2-0x06", v2: true, bad: cat(untaggedV2(0x17, true, 0, 0, 1, 0), []byte("x")), code: wire.TermRDMAPUnexpectedOpcode},
+		{name: "SendImm-last-7-bytes/RDMAP-2-0xFF", v2: true, bad: cat(untaggedV2(0x13, true, 0, 0, 1, 0), make([]byte, 7)), code: wire.TermRDMAPOpUnspecified},
+		{name: "SendImm-last-with-payload/RDMAP-2-0xFF", v2: true, bad: cat(untaggedV2(0x13, true, 0, 0, 1, 0), make([]byte, 12)), code: wire.TermRDMAPOpUnspecified},
+		{name: "SendImm-MO-gap/DDP-2-0x04", v2: true, pre: func(a *side, p *rawPeer) { p.send(t, cat(untaggedV2(0x13, false, 0, 0, 1, 0), []byte("abcd"))) },
+			bad: cat(untaggedV2(0x13, true, 0, 0, 1, 6), make([]byte, 8)), code: wire.TermDDPInvalidMO},
+		{name: "ReadV2Response-unsolicited/RDMAP-2-0x06", v2: true, bad: cat(untaggedV2(0x12, true, 0, 3, 1, 0), make([]byte, 4)), code: wire.TermRDMAPUnexpectedOpcode},
+		{name: "ReadV2Response-too-long/DDP-2-0x05", v2: true, pre: readV2Outstanding, bad: cat(untaggedV2(0x12, true, 0, 3, 1, 0), make([]byte, 17)), code: wire.TermDDPTooLong},
+		{name: "ReadV2Response-short-at-L/DDP-2-0x04", v2: true, pre: readV2Outstanding, bad: cat(untaggedV2(0x12, true, 0, 3, 1, 0), make([]byte, 15)), code: wire.TermDDPInvalidMO},
+		{name: "ReadV2Response-MO-gap/DDP-2-0x04", v2: true, pre: readV2Outstanding, bad: cat(untaggedV2(0x12, false, 0, 3, 1, 4), make([]byte, 4)), code: wire.TermDDPInvalidMO},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o := pairOpts{crc: true, ord: 2, ird: 2, ext: true}
+			side := rawSide
+			if c.v2 {
+				side = rawSideV2
+			}
+			a, peer := side(t, o, recv)
+			if c.pre != nil {
+				c.pre(a, peer)
+			}
+			peer.send(t, c.bad)
+			got, _ := peer.readUntilTerminate(t)
+			want := wantTerminate(c.code, c.bad, 18, false)
+			if c.v2 {
+				want = wantTerminateV2(c.code, c.bad, 18)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("Terminate\n got % x\nwant % x", got, want)
+			}
+			<-a.qp.Done()
+		})
+	}
+}
+
+// TestQN3SharedMSNs: with a Read V1, a Read V2 and a FetchAdd outstanding
+// together, QN 3's MSNs count only the QN 3 answers: the Read V2 Response
+// has MSN 1 and the Atomic Response MSN 2 (the Read V1 Response is tagged).
+func TestQN3SharedMSNs(t *testing.T) {
+	o := pairOpts{crc: true, ird: 4, ext: true}
+	var src *mem.Region
+	_, peer := rawSideV2(t, o, func(a *side) {
+		w := make([]uint64, 8)
+		buf := unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), 64)
+		var err error
+		src, err = a.table.Register(a.pd, buf, mem.AccessRemoteRead|mem.AccessRemoteAtomic, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	stag := uint32(src.STag())
+	v1 := cat(untaggedV2(0x1, true, 0, 1, 1, 0), readReqHdr(0x77, 0, 8, stag, 0))
+	v2 := untaggedV2(0x11, true, 0, 1, 2, 0)
+	v2 = binary.BigEndian.AppendUint32(v2, 8)
+	v2 = binary.BigEndian.AppendUint32(v2, stag)
+	v2 = binary.BigEndian.AppendUint64(v2, 8)
+	fa := untaggedV2(0xA, true, 0, 1, 3, 0)
+	fa = binary.BigEndian.AppendUint32(fa, 0)
+	fa = binary.BigEndian.AppendUint32(fa, 9)
+	fa = binary.BigEndian.AppendUint32(fa, stag)
+	fa = binary.BigEndian.AppendUint64(fa, 16)
+	fa = binary.BigEndian.AppendUint64(fa, 1)
+	fa = binary.BigEndian.AppendUint64(fa, 0)
+	fa = binary.BigEndian.AppendUint64(fa, 0)
+	fa = binary.BigEndian.AppendUint64(fa, ^uint64(0))
+	for _, m := range [][]byte{v1, v2, fa} {
+		peer.send(t, m)
+	}
+	r1 := peer.readULPDU(t)
+	if r1[0]&0x80 == 0 || r1[1] != 0x82 {
+		t.Fatalf("first answer % x: want the tagged Read Response (RV=2)", r1[:2])
+	}
+	r2, r3 := peer.readULPDU(t), peer.readULPDU(t)
+	if r2[1] != 0x92 || binary.BigEndian.Uint32(r2[6:]) != 3 || binary.BigEndian.Uint32(r2[10:]) != 1 {
+		t.Fatalf("Read V2 Response header % x: want QN 3 MSN 1", r2[:18])
+	}
+	if r3[1] != 0x8b || binary.BigEndian.Uint32(r3[6:]) != 3 || binary.BigEndian.Uint32(r3[10:]) != 2 {
+		t.Fatalf("Atomic Response header % x: want QN 3 MSN 2", r3[:18])
+	}
+}
