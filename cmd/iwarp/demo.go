@@ -141,6 +141,16 @@ func demo(w io.Writer, addr string, crc bool, maxSize int) error {
 			report("Write with Immediate", n, d, err)
 		}
 	}
+	if a.V2 {
+		for _, n := range []int{0, 4096, 1 << 20} {
+			d, err := demoSendImm(ctx, init, resp, n)
+			report("Send with Immediate (V2)", n, d, err)
+		}
+		for _, n := range []int{0, 4096, 1 << 20} {
+			d, err := demoReadV2(ctx, init, resp, n)
+			report("RDMA Read V2 (2 SGEs)", n, d, err)
+		}
+	}
 	tw.Flush()
 	if err := init.qp.Disconnect(ctx); err != nil {
 		return fmt.Errorf("disconnect: %w", err)
@@ -383,6 +393,67 @@ func demoWriteImm(ctx context.Context, from, to *demoSide, n int) (time.Duration
 	}
 	if !bytes.Equal(tbuf, sbuf) {
 		return d, fmt.Errorf("written bytes differ")
+	}
+	return d, nil
+}
+
+// demoSendImm sends n bytes with immediate data (V2) into a receive of
+// exactly n bytes.
+func demoSendImm(ctx context.Context, from, to *demoSide, n int) (time.Duration, error) {
+	rmr, rbuf, err := regOrEmpty(to.pd, n, iwarp.AccessLocalWrite, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer rmr.Deregister(ctx)
+	smr, sbuf, err := regOrEmpty(from.pd, n, 0, 0x55)
+	if err != nil {
+		return 0, err
+	}
+	defer smr.Deregister(ctx)
+	if err := to.qp.PostRecv(iwarp.RecvWR{ID: 5, SGL: []iwarp.SGE{rmr.SGE(0, n)}}); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	if err := from.qp.SendWithImmediate(ctx, 0x5eed, smr.SGE(0, n)); err != nil {
+		return 0, err
+	}
+	c, err := to.cq.Next(ctx)
+	d := time.Since(start)
+	if err != nil {
+		return d, err
+	}
+	if c.Len != n || !c.HasImmediate || c.Immediate != 0x5eed {
+		return d, fmt.Errorf("completion %+v", c)
+	}
+	if !bytes.Equal(rbuf, sbuf) {
+		return d, fmt.Errorf("received bytes differ")
+	}
+	return d, nil
+}
+
+// demoReadV2 reads n bytes with RDMA Read V2 into a sink of two SGEs.
+func demoReadV2(ctx context.Context, from, to *demoSide, n int) (time.Duration, error) {
+	smr, sbuf, err := regOrEmpty(to.pd, n, iwarp.AccessRemoteRead, 0x66)
+	if err != nil {
+		return 0, err
+	}
+	defer smr.Deregister(ctx)
+	dmr, dbuf, err := regOrEmpty(from.pd, n, iwarp.AccessLocalWrite, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer dmr.Deregister(ctx)
+	remote, err := smr.RemoteSlice(0, n)
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	if err := from.qp.ReadV2(ctx, remote, dmr.SGE(0, n/2), dmr.SGE(n/2, n-n/2)); err != nil {
+		return 0, err
+	}
+	d := time.Since(start)
+	if !bytes.Equal(dbuf, sbuf) {
+		return d, fmt.Errorf("read bytes differ")
 	}
 	return d, nil
 }

@@ -14,7 +14,7 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("demo exited %d: %s\n%s", code, errb.String(), out.String())
 	}
 	s := out.String()
-	for _, want := range []string{"Send", "RDMA Write", "RDMA Read", "FetchAdd/CompareSwap", "Immediate Data", "Write with Immediate", "all operations verified", "disconnected in order"} {
+	for _, want := range []string{"Send", "RDMA Write", "RDMA Read", "FetchAdd/CompareSwap", "Immediate Data", "Write with Immediate", "Send with Immediate (V2)", "RDMA Read V2", "all operations verified", "disconnected in order"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, s)
 		}
