@@ -151,9 +151,20 @@ func TestV2Negotiation(t *testing.T) {
 			if err := a.qp.Disconnect(ctx); err != nil {
 				t.Fatal(err)
 			}
-			n := rv2Frames(t, rec.bytes())
+			stream := rec.bytes()
+			n := rv2Frames(t, stream)
 			if r.v2 && n == 0 || !r.v2 && n != 0 {
 				t.Fatalf("%d RV=2 frames sent (V2 agreed: %v)", n, r.v2)
+			}
+			// The first FPDU is the P2P RTR (a zero-length Write): under
+			// RV=2 exactly when V2 was agreed.
+			off := 20 + (int(stream[18])<<8 | int(stream[19]))
+			rtr, err := fpdu.DecodeFPDU(nil, stream[off:], 0, fpdu.Options{CRC: true})
+			if err != nil || len(rtr.ULPDU) != 14 || rtr.ULPDU[1]&0x1f != 0 {
+				t.Fatalf("first FPDU is not a Write RTR: % x (%v)", rtr.ULPDU, err)
+			}
+			if got := rtr.ULPDU[1] >> 6; (got == 2) != r.v2 {
+				t.Fatalf("RTR with RDMAP version %d (V2 agreed: %v)", got, r.v2)
 			}
 		})
 	}
