@@ -17,7 +17,8 @@ type Device struct {
 	table  *mem.Table
 	nextPD atomic.Uint32
 
-	ev events
+	ev    events
+	stats deviceStats
 
 	mu     sync.Mutex
 	closed bool

@@ -133,7 +133,7 @@ func (pd *PD) NewQP(cfg *QPConfig) (*QP, error) {
 		SRQ:   esrq,
 		Table: pd.dev.table, PD: pd.id, SendCQ: c.SendCQ.e, RecvCQ: c.RecvCQ.e,
 		SQDepth: c.SendQueueDepth, RQDepth: c.RecvQueueDepth, MaxSGE: c.MaxSGE, MaxInline: c.MaxInline,
-		OpTimeout: opTimeout, OnDone: pd.dev.qpDone,
+		OpTimeout: opTimeout, OnDone: pd.dev.qpDone, DeviceCounters: &pd.dev.stats.c,
 	})
 	if err != nil {
 		if errors.Is(err, engine.ErrCQFull) {

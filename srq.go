@@ -84,6 +84,7 @@ func (s *SRQ) PostRecv(wrs ...RecvWR) error {
 func (s *SRQ) Arm(limit int) {
 	dev := s.pd.dev
 	s.e.Arm(limit, func(*engine.SRQ) {
+		dev.stats.srqLimits.Add(1)
 		dev.event(Event{Type: EventSRQLimit, SRQ: s})
 	})
 }

@@ -39,7 +39,7 @@ func (qp *QP) appendAtomicRequest(m *txMsg) error {
 	}
 	b := wire.AppendDDPHeader(t.hdr[:0], &h)
 	b = wire.AppendAtomicRequest(b, &ar)
-	return qp.conn.Writer().Append(b)
+	return qp.appendFPDU(b)
 }
 
 // appendAtomicResponse appends the Atomic Response of r (QN 3).
@@ -53,7 +53,7 @@ func (qp *QP) appendAtomicResponse(r *irqEntry) error {
 	t.msn[wire.QNResponse]++
 	b := wire.AppendDDPHeader(t.hdr[:0], &h)
 	b = wire.AppendAtomicResponse(b, &wire.AtomicResponse{RequestID: r.reqID, OriginalValue: r.orig})
-	return qp.conn.Writer().Append(b)
+	return qp.appendFPDU(b)
 }
 
 // rxAtomicRequest accepts an Atomic Request: MSN (shared with Read

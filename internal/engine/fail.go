@@ -61,12 +61,15 @@ func (qp *QP) sendTerminateIfDue() bool {
 		QN:      wire.QNTerminate, MSN: t.msn[wire.QNTerminate],
 	}
 	t.msn[wire.QNTerminate]++
+	i := termIndex(te.Code)
+	qp.count(func(c *Counters) { c.termSent[i].Add(1) })
 	wt := te.wireTerminate()
 	b := wire.AppendDDPHeader(make([]byte, 0, 96), &h)
 	b = wire.AppendTerminate(b, &wt)
 	w := qp.conn.Writer()
 	_ = qp.conn.NetConn().SetWriteDeadline(time.Now().Add(qp.cfg.DrainTimeout))
 	if err := w.Append(b); err == nil {
+		qp.countSent(len(b))
 		_ = w.Flush()
 	}
 	if cw, ok := qp.conn.NetConn().(interface{ CloseWrite() error }); ok {

@@ -26,7 +26,7 @@ func (qp *QP) appendImmediate(m *txMsg) error {
 	}
 	b := wire.AppendDDPHeader(t.hdr[:0], &h)
 	b = binary.BigEndian.AppendUint64(b, m.e.wr.Imm)
-	return qp.conn.Writer().Append(b)
+	return qp.appendFPDU(b)
 }
 
 // rxImmediate accepts an Immediate Data message: exactly 8 bytes
@@ -48,6 +48,7 @@ func (qp *QP) rxImmediate(r *fpdu.Reader, h *wire.DDPHeader, rest, n int) error 
 	}
 	e := qp.rq.take()
 	if e == nil {
+		qp.count(func(c *Counters) { c.RecvQueueEmpty.Add(1) })
 		return qp.termDDP(ErrNoRecvBuffer, h, n)
 	}
 	rx.immOp, rx.immEntry, rx.imm = h.Control.Opcode(), e, binary.BigEndian.Uint64(b)

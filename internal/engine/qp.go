@@ -86,6 +86,9 @@ type Config struct {
 	// DrainTimeout bounds how long input is read and discarded after a
 	// Terminate is sent, before the connection is closed.
 	DrainTimeout time.Duration
+	// DeviceCounters, if set, receive every count of the QP's own counters
+	// too (the device's aggregate).
+	DeviceCounters *Counters
 	// OnDone, if set, is called once the QP has been torn down (on the
 	// receive goroutine, after every WR was flushed): the asynchronous
 	// event "QP fatal / disconnected". It must not block.
@@ -149,9 +152,10 @@ type QP struct {
 	irq     ring[irqEntry]
 	irqSent int
 
-	tx txState
-	rx rxState
-	wd watchdog
+	tx    txState
+	rx    rxState
+	wd    watchdog
+	stats Counters
 
 	termDue  *TerminateError // guarded by mu: a Terminate for the transmit role to send
 	termSent chan struct{}   // closed once it was sent

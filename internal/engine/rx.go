@@ -91,6 +91,12 @@ func (qp *QP) rxLoop() {
 			err = qp.rxFPDU(r, n)
 			qp.wd.inFPDU.Store(false)
 			qp.wd.progress.Add(1)
+			qp.stats.FPDUsReceived.Add(1)
+			qp.stats.BytesReceived.Add(uint64(n))
+			if d := qp.cfg.DeviceCounters; d != nil {
+				d.FPDUsReceived.Add(1)
+				d.BytesReceived.Add(uint64(n))
+			}
 		}
 		if err != nil {
 			qp.rxFailed(err)
@@ -258,6 +264,7 @@ func (qp *QP) rxSend(r *fpdu.Reader, h *wire.DDPHeader, payload, n int) error {
 		}
 		e := qp.rq.take()
 		if e == nil {
+			qp.count(func(c *Counters) { c.RecvQueueEmpty.Add(1) })
 			return qp.termDDP(ErrNoRecvBuffer, h, n)
 		}
 		rx.sendActive, rx.sendMSN, rx.sendOp, rx.sendPlaced, rx.sendEntry = true, h.MSN, h.Control.Opcode(), 0, e
@@ -366,6 +373,13 @@ func (qp *QP) rxTerminate(r *fpdu.Reader, h *wire.DDPHeader, rest int) error {
 	}
 	t, err := wire.ParseTerminate(b[:rest])
 	te := &TerminateError{Sent: false, Code: t.Code, Layout: t.Layout, Control: t.Control}
+	i := termIndex(t.Code)
+	qp.count(func(c *Counters) {
+		c.termRecv[i].Add(1)
+		if t.Layout == wire.LayoutSiw {
+			c.SiwTerminates.Add(1)
+		}
+	})
 	if err != nil {
 		te.Cause = err
 	}
@@ -449,6 +463,9 @@ func (qp *QP) rxFailed(err error) {
 	case errors.As(err, &te):
 		qp.fail(te, true)
 	case errors.As(err, &pe):
+		if pe.Code == wire.TermLLPCRC {
+			qp.count(func(c *Counters) { c.CRCErrors.Add(1) })
+		}
 		qp.fail(&TerminateError{Sent: true, Code: pe.Code, Cause: pe}, true)
 	case errors.Is(err, io.EOF) && qp.State() == StateClosing:
 		qp.fail(ErrDisconnected, false)

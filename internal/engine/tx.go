@@ -308,6 +308,7 @@ func (qp *QP) nextMsg() bool {
 	}
 	if e.wr.Op.outbound() {
 		if qp.orq.full() {
+			qp.count(func(c *Counters) { c.ORDStalls.Add(1) })
 			return false // ORD credits exhausted: queued locally
 		}
 		qp.orq.push(e.seq)
@@ -390,7 +391,7 @@ func (qp *QP) appendSegment() (int, bool, error) {
 		}
 		hdr = wire.AppendDDPHeader(hdr, &h)
 		hdr = wire.AppendReadRequest(hdr, &rr)
-		return 0, true, w.Append(hdr)
+		return 0, true, qp.appendFPDU(hdr)
 	case m.e.wr.Op.sendImm():
 		h.Control = wire.MakeRDMAPControl(qp.rv, sendImmOpcodes[m.e.wr.Op])
 		h.QN, h.MSN, h.MO = wire.QNSend, m.msn, uint32(m.off)
@@ -415,6 +416,7 @@ func (qp *QP) appendSegment() (int, bool, error) {
 	if err := w.Append(hdr, pieces...); err != nil {
 		return 0, false, err
 	}
+	qp.countSent(len(hdr) + int(n))
 	m.off += n
 	if h.Last && m.kind == txSQ && (m.e.wr.Op == OpWriteImm || m.e.wr.Op == OpWriteImmSE) {
 		m.immDone = true
@@ -485,4 +487,14 @@ func (qp *QP) msgSent(m *txMsg) {
 func (qp *QP) txFailed(err error) {
 	qp.fail(&ConnectionError{Err: err}, false)
 	_ = qp.conn.Close()
+}
+
+// countSent counts one FPDU of ulpdu bytes handed to the Writer.
+func (qp *QP) countSent(ulpdu int) {
+	qp.stats.FPDUsSent.Add(1)
+	qp.stats.BytesSent.Add(uint64(ulpdu))
+	if d := qp.cfg.DeviceCounters; d != nil {
+		d.FPDUsSent.Add(1)
+		d.BytesSent.Add(uint64(ulpdu))
+	}
 }

@@ -39,7 +39,7 @@ func (qp *QP) appendSendImmLast(m *txMsg) error {
 	}
 	b := wire.AppendDDPHeader(t.hdr[:0], &h)
 	b = binary.BigEndian.AppendUint64(b, m.e.wr.Imm)
-	return qp.conn.Writer().Append(b)
+	return qp.appendFPDU(b)
 }
 
 // appendReadV2Request appends a Read V2 Request (one segment, QN 1).
@@ -52,7 +52,7 @@ func (qp *QP) appendReadV2Request(m *txMsg) error {
 	}
 	b := wire.AppendDDPHeader(t.hdr[:0], &h)
 	b = wire.AppendReadV2Request(b, &wire.ReadV2Request{Size: uint32(m.size), SrcSTag: m.e.wr.RemoteSTag, SrcTO: m.e.wr.RemoteTO})
-	return qp.conn.Writer().Append(b)
+	return qp.appendFPDU(b)
 }
 
 // rxSendImmLast accepts the last segment of a Send with Immediate: exactly
