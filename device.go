@@ -2,6 +2,7 @@ package iwarp
 
 import (
 	"errors"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 
@@ -19,6 +20,7 @@ type Device struct {
 
 	ev    events
 	stats deviceStats
+	log   *rateLog
 
 	mu     sync.Mutex
 	closed bool
@@ -28,6 +30,12 @@ type Device struct {
 type DeviceConfig struct {
 	// MaxMemoryRegions bounds the registered regions (default 1<<20).
 	MaxMemoryRegions int
+	// Logger, if set, receives connection setup and teardown records:
+	// Debug for connections made, Info for orderly disconnects, Warn for
+	// Terminates and failed connections (at most 10 warnings a second;
+	// the number suppressed is reported). Nothing is logged on the data
+	// path.
+	Logger *slog.Logger
 }
 
 // DeviceAttributes are a Device's limits.
@@ -62,6 +70,7 @@ func NewDevice(cfg *DeviceConfig) *Device {
 		d.cfg.MaxMemoryRegions = 1 << 20
 	}
 	d.table = mem.NewTable(mem.TableOptions{MaxRegions: d.cfg.MaxMemoryRegions})
+	d.log = newRateLog(d.cfg.Logger)
 	return d
 }
 

@@ -2,6 +2,7 @@ package iwarp
 
 import (
 	"errors"
+	"log/slog"
 	"sync/atomic"
 
 	"github.com/goiwarp/iwarp/internal/engine"
@@ -79,7 +80,25 @@ func (d *Device) qpDone(eqp *engine.QP) {
 	default:
 		ev.Type = EventQPFatal
 	}
+	d.logEvent(&ev)
 	d.event(ev)
+}
+
+// logEvent records a QP's teardown in the Device's log.
+func (d *Device) logEvent(ev *Event) {
+	attrs := []slog.Attr{slog.String("event", ev.Type.String())}
+	if ev.QP != nil {
+		a := ev.QP.Attributes()
+		attrs = append(attrs, slog.String("peer", a.PeerAddr))
+	}
+	if ev.Err != nil {
+		attrs = append(attrs, slog.String("err", ev.Err.Error()))
+	}
+	level := slog.LevelInfo
+	if ev.Type == EventQPFatal {
+		level = slog.LevelWarn
+	}
+	d.log.log(level, "iwarp: queue pair torn down", attrs...)
 }
 
 // event delivers ev without ever blocking the engine.

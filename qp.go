@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -182,6 +183,8 @@ type QPAttributes struct {
 	RFC7306, V2 bool
 	// PeerPrivateData is the private data of the peer's MPA frame.
 	PeerPrivateData []byte
+	// LocalAddr and PeerAddr are the connection's addresses.
+	LocalAddr, PeerAddr string
 }
 
 // Attributes returns what the connection negotiated.
@@ -344,8 +347,12 @@ func (qp *QP) start(c *mpa.Conn) error {
 		P2P: p.P2P, RTR: p.RTR.String(), IRD: int(p.IRD), ORD: int(p.ORD), MULPDU: c.MULPDU(),
 		RFC7306: p.Extensions&mpa.ExtRFC7306 != 0, V2: p.Extensions&mpa.ExtV2 != 0,
 		PeerPrivateData: append([]byte(nil), c.PeerPrivateData()...),
+		LocalAddr:       c.FPDU().NetConn().LocalAddr().String(),
+		PeerAddr:        c.FPDU().NetConn().RemoteAddr().String(),
 	}
 	qp.mu.Unlock()
+	qp.pd.dev.log.log(slog.LevelDebug, "iwarp: queue pair connected", slog.String("peer", qp.attrs.PeerAddr),
+		slog.Int("mpa_rev", int(p.Rev)), slog.Bool("crc", p.CRC), slog.Bool("rfc7306", qp.attrs.RFC7306), slog.Bool("v2", qp.attrs.V2))
 	return qp.e.Start(c.FPDU(), engine.Params{
 		IRD: int(p.IRD), ORD: int(p.ORD), MULPDU: c.MULPDU(),
 		FirstSendMSN: p.SendMSN(0), FirstReadMSN: p.SendMSN(1),
