@@ -157,6 +157,9 @@ func demo(w io.Writer, addr string, crc bool, maxSize int) error {
 	}
 	<-resp.qp.Done()
 	fmt.Fprintf(w, "\ndisconnected in order; responder saw: %v\n", resp.qp.Err())
+	st := dev.Stats()
+	fmt.Fprintf(w, "device counters: %d FPDUs / %d bytes sent, %d FPDUs / %d bytes received, %d CRC errors, %d Terminates\n",
+		st.FPDUsSent, st.BytesSent, st.FPDUsReceived, st.BytesReceived, st.CRCErrors, len(st.Terminates))
 	if failures > 0 {
 		return fmt.Errorf("%d operations failed", failures)
 	}

@@ -39,6 +39,7 @@ type rpingOpts struct {
 	size           int
 	verbose        bool
 	validate       bool
+	expvar         string
 	conn           iwarp.ConnOptions
 }
 
@@ -54,6 +55,7 @@ func runRping(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.size, "S", 100, "ping data size (at least 16 bytes; rping's minimum)")
 	fs.BoolVar(&o.verbose, "v", false, "display ping data")
 	fs.BoolVar(&o.validate, "V", false, "validate ping data")
+	fs.StringVar(&o.expvar, "expvar", "", "serve the Device's counters as expvar JSON on this address (/debug/vars)")
 	noCRC := fs.Bool("nocrc", false, "do not ask for MPA CRCs")
 	rev1 := fs.Bool("mpa1", false, "use MPA revision 1")
 	noP2P := fs.Bool("nop2p", false, "do not use RFC 6581 peer-to-peer mode")
@@ -100,6 +102,11 @@ type rpingEnd struct {
 
 func newRpingEnd(o *rpingOpts) (*rpingEnd, error) {
 	dev := iwarp.NewDevice(nil)
+	if o.expvar != "" {
+		if err := serveExpvar(o.expvar, dev); err != nil {
+			return nil, err
+		}
+	}
 	pd, err := dev.AllocPD()
 	if err != nil {
 		return nil, err
