@@ -2,6 +2,7 @@ package capture
 
 import (
 	"bytes"
+	"encoding/binary"
 	"net/netip"
 	"testing"
 )
@@ -83,4 +84,26 @@ func TestChecksums(t *testing.T) {
 			t.Errorf("%v: TCP checksum", ends)
 		}
 	}
+}
+
+// onesSum adds b as big-endian 16-bit words to sum (RFC 1071).
+func onesSum(sum uint32, b []byte) uint32 {
+	for len(b) >= 2 {
+		sum += uint32(binary.BigEndian.Uint16(b))
+		b = b[2:]
+		if sum > 0xFFFF0000 {
+			sum = sum>>16 + sum&0xFFFF
+		}
+	}
+	if len(b) == 1 {
+		sum += uint32(b[0]) << 8
+	}
+	return sum
+}
+
+func fold(sum uint32) uint16 {
+	for sum > 0xFFFF {
+		sum = sum>>16 + sum&0xFFFF
+	}
+	return uint16(sum)
 }

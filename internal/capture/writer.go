@@ -4,8 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
-	"net/netip"
 	"time"
+
+	"github.com/goiwarp/iwarp/internal/pcapwrite"
 )
 
 // PcapWriter writes a classic pcap file (little-endian, microsecond
@@ -49,99 +50,10 @@ func (pw *PcapWriter) WritePacket(t time.Time, data []byte) error {
 	return err
 }
 
-// TCPFrame describes one synthesized Ethernet/IP/TCP packet. Src and Dst
-// must both be IPv4 or both IPv6 addresses.
-type TCPFrame struct {
-	Src, Dst netip.AddrPort
-	Seq, Ack uint32
-	Flags    uint8
-	Window   uint16
-	IPID     uint16 // IPv4 identification
-	Payload  []byte
-}
-
-// Fixed MAC addresses of synthesized frames (locally administered).
-var (
-	macA = [6]byte{0x02, 0x00, 0x00, 0x00, 0x00, 0x0a}
-	macB = [6]byte{0x02, 0x00, 0x00, 0x00, 0x00, 0x0b}
-)
+// TCPFrame describes one synthesized Ethernet/IP/TCP packet; it is the
+// library's capture frame, so the two writers share one synthesis.
+type TCPFrame = pcapwrite.Frame
 
 // AppendTCPFrame appends an Ethernet II frame carrying f as IPv4 or IPv6 and
-// TCP, with correct IP and TCP checksums, to dst.
-func AppendTCPFrame(dst []byte, f *TCPFrame) []byte {
-	v6 := f.Src.Addr().Is6()
-	srcMAC, dstMAC := macA, macB
-	if f.Src.Compare(f.Dst) > 0 {
-		srcMAC, dstMAC = macB, macA
-	}
-	dst = append(dst, dstMAC[:]...)
-	dst = append(dst, srcMAC[:]...)
-	tcpLen := 20 + len(f.Payload)
-	var ipStart int
-	if v6 {
-		dst = binary.BigEndian.AppendUint16(dst, etherTypeIPv6)
-		ipStart = len(dst)
-		dst = append(dst, 0x60, 0, 0, 0)
-		dst = binary.BigEndian.AppendUint16(dst, uint16(tcpLen))
-		dst = append(dst, protoTCP, 64)
-		s, d := f.Src.Addr().As16(), f.Dst.Addr().As16()
-		dst = append(dst, s[:]...)
-		dst = append(dst, d[:]...)
-	} else {
-		dst = binary.BigEndian.AppendUint16(dst, etherTypeIPv4)
-		ipStart = len(dst)
-		dst = append(dst, 0x45, 0)
-		dst = binary.BigEndian.AppendUint16(dst, uint16(20+tcpLen))
-		dst = binary.BigEndian.AppendUint16(dst, f.IPID)
-		dst = append(dst, 0x40, 0, 64, protoTCP, 0, 0) // DF, TTL 64, checksum later
-		s, d := f.Src.Addr().As4(), f.Dst.Addr().As4()
-		dst = append(dst, s[:]...)
-		dst = append(dst, d[:]...)
-		binary.BigEndian.PutUint16(dst[ipStart+10:], ^fold(onesSum(0, dst[ipStart:ipStart+20])))
-	}
-	tcpStart := len(dst)
-	dst = binary.BigEndian.AppendUint16(dst, f.Src.Port())
-	dst = binary.BigEndian.AppendUint16(dst, f.Dst.Port())
-	dst = binary.BigEndian.AppendUint32(dst, f.Seq)
-	dst = binary.BigEndian.AppendUint32(dst, f.Ack)
-	win := f.Window
-	if win == 0 {
-		win = 65535
-	}
-	dst = append(dst, 5<<4, f.Flags)
-	dst = binary.BigEndian.AppendUint16(dst, win)
-	dst = append(dst, 0, 0, 0, 0) // checksum, urgent pointer
-	dst = append(dst, f.Payload...)
-	// Pseudo-header: addresses, protocol, TCP length.
-	var sum uint32
-	if v6 {
-		sum = onesSum(sum, dst[ipStart+8:ipStart+40])
-	} else {
-		sum = onesSum(sum, dst[ipStart+12:ipStart+20])
-	}
-	sum += protoTCP + uint32(tcpLen)
-	binary.BigEndian.PutUint16(dst[tcpStart+16:], ^fold(onesSum(sum, dst[tcpStart:])))
-	return dst
-}
-
-// onesSum adds b as big-endian 16-bit words to sum (RFC 1071).
-func onesSum(sum uint32, b []byte) uint32 {
-	for len(b) >= 2 {
-		sum += uint32(binary.BigEndian.Uint16(b))
-		b = b[2:]
-		if sum > 0xFFFF0000 {
-			sum = sum>>16 + sum&0xFFFF
-		}
-	}
-	if len(b) == 1 {
-		sum += uint32(b[0]) << 8
-	}
-	return sum
-}
-
-func fold(sum uint32) uint16 {
-	for sum > 0xFFFF {
-		sum = sum>>16 + sum&0xFFFF
-	}
-	return uint16(sum)
-}
+// TCP, with correct IP and TCP checksums, to dst (pcapwrite.AppendFrame).
+func AppendTCPFrame(dst []byte, f *TCPFrame) []byte { return pcapwrite.AppendFrame(dst, f) }

@@ -68,9 +68,9 @@ func (pw *Writer) NewFlow(t time.Time, client, server netip.AddrPort) (*Flow, er
 	if err := pw.usable(); err != nil {
 		return nil, err
 	}
-	pw.packet(t, &segment{src: c, dst: s, seq: f.isn[0], flags: flagSYN})
-	pw.packet(t, &segment{src: s, dst: c, seq: f.isn[1], ack: f.isn[0] + 1, flags: flagSYN | flagACK})
-	pw.packet(t, &segment{src: c, dst: s, seq: f.isn[0] + 1, ack: f.isn[1] + 1, flags: flagACK})
+	pw.packet(t, &Frame{Src: c, Dst: s, Seq: f.isn[0], Flags: flagSYN})
+	pw.packet(t, &Frame{Src: s, Dst: c, Seq: f.isn[1], Ack: f.isn[0] + 1, Flags: flagSYN | flagACK})
+	pw.packet(t, &Frame{Src: c, Dst: s, Seq: f.isn[0] + 1, Ack: f.isn[1] + 1, Flags: flagACK})
 	return f, pw.err
 }
 
@@ -109,13 +109,13 @@ func (f *Flow) Data(t time.Time, side Side, p []byte) error {
 	other := 1 - side
 	for len(p) > 0 {
 		n := min(len(p), pw.mss)
-		pw.packet(t, &segment{src: f.ends[side], dst: f.ends[other], seq: f.next(side),
-			ack: f.ackOf(other), flags: flagACK | flagPSH, payload: p[:n]})
+		pw.packet(t, &Frame{Src: f.ends[side], Dst: f.ends[other], Seq: f.next(side),
+			Ack: f.ackOf(other), Flags: flagACK | flagPSH, Payload: p[:n]})
 		f.sent[side] += uint32(n)
 		p = p[n:]
 	}
-	pw.packet(t, &segment{src: f.ends[other], dst: f.ends[side], seq: f.ackOf(other),
-		ack: f.ackOf(side), flags: flagACK})
+	pw.packet(t, &Frame{Src: f.ends[other], Dst: f.ends[side], Seq: f.ackOf(other),
+		Ack: f.ackOf(side), Flags: flagACK})
 	return pw.err
 }
 
@@ -132,10 +132,10 @@ func (f *Flow) Fin(t time.Time, side Side) error {
 		return nil
 	}
 	other := 1 - side
-	pw.packet(t, &segment{src: f.ends[side], dst: f.ends[other], seq: f.next(side),
-		ack: f.ackOf(other), flags: flagFIN | flagACK})
+	pw.packet(t, &Frame{Src: f.ends[side], Dst: f.ends[other], Seq: f.next(side),
+		Ack: f.ackOf(other), Flags: flagFIN | flagACK})
 	f.fin[side] = true
-	pw.packet(t, &segment{src: f.ends[other], dst: f.ends[side], seq: f.ackOf(other),
-		ack: f.ackOf(side), flags: flagACK})
+	pw.packet(t, &Frame{Src: f.ends[other], Dst: f.ends[side], Seq: f.ackOf(other),
+		Ack: f.ackOf(side), Flags: flagACK})
 	return pw.err
 }

@@ -157,14 +157,14 @@ func (pw *Writer) usable() error {
 }
 
 // packet writes one segment; it holds pw.mu and has checked usable.
-func (pw *Writer) packet(t time.Time, seg *segment) {
+func (pw *Writer) packet(t time.Time, seg *Frame) {
 	if t.Before(pw.last) {
 		t = pw.last
 	}
 	pw.last = t
 	pw.ipID++
-	seg.ipID = pw.ipID
-	pw.frame = appendFrame(pw.frame[:0], seg)
+	seg.IPID = pw.ipID
+	pw.frame = AppendFrame(pw.frame[:0], seg)
 	ns := t.UnixNano()
 	binary.LittleEndian.PutUint32(pw.rec[0:], uint32(ns/1e9))
 	binary.LittleEndian.PutUint32(pw.rec[4:], uint32(ns%1e9))
@@ -179,13 +179,15 @@ func (pw *Writer) packet(t time.Time, seg *segment) {
 	}
 }
 
-// segment is one synthesized TCP segment.
-type segment struct {
-	src, dst netip.AddrPort
-	seq, ack uint32
-	flags    uint8
-	ipID     uint16
-	payload  []byte
+// Frame describes one synthesized Ethernet/IP/TCP packet. Src and Dst
+// must both be IPv4 or both IPv6 addresses.
+type Frame struct {
+	Src, Dst netip.AddrPort
+	Seq, Ack uint32
+	Flags    uint8
+	Window   uint16 // 0 means 65535
+	IPID     uint16 // IPv4 identification
+	Payload  []byte
 }
 
 // Fixed MAC addresses of synthesized frames (locally administered); the
@@ -195,17 +197,18 @@ var (
 	macB = [6]byte{0x02, 0x00, 0x00, 0x00, 0x00, 0x0b}
 )
 
-// appendFrame appends an Ethernet II frame carrying s over IPv4 or IPv6,
-// with correct IP and TCP checksums, to dst.
-func appendFrame(dst []byte, s *segment) []byte {
-	v6 := s.src.Addr().Is6()
+// AppendFrame appends an Ethernet II frame carrying s over IPv4 or IPv6,
+// with correct IP and TCP checksums, to dst. Its TCP header has no options;
+// the payload must fit the IP length fields (at most MaxMSS bytes).
+func AppendFrame(dst []byte, s *Frame) []byte {
+	v6 := s.Src.Addr().Is6()
 	srcMAC, dstMAC := macA, macB
-	if s.src.Compare(s.dst) > 0 {
+	if s.Src.Compare(s.Dst) > 0 {
 		srcMAC, dstMAC = macB, macA
 	}
 	dst = append(dst, dstMAC[:]...)
 	dst = append(dst, srcMAC[:]...)
-	tcpLen := 20 + len(s.payload)
+	tcpLen := 20 + len(s.Payload)
 	var ipStart int
 	if v6 {
 		dst = binary.BigEndian.AppendUint16(dst, etherTypeIPv6)
@@ -213,7 +216,7 @@ func appendFrame(dst []byte, s *segment) []byte {
 		dst = append(dst, 0x60, 0, 0, 0)
 		dst = binary.BigEndian.AppendUint16(dst, uint16(tcpLen))
 		dst = append(dst, protoTCP, 64)
-		a, b := s.src.Addr().As16(), s.dst.Addr().As16()
+		a, b := s.Src.Addr().As16(), s.Dst.Addr().As16()
 		dst = append(dst, a[:]...)
 		dst = append(dst, b[:]...)
 	} else {
@@ -221,21 +224,26 @@ func appendFrame(dst []byte, s *segment) []byte {
 		ipStart = len(dst)
 		dst = append(dst, 0x45, 0)
 		dst = binary.BigEndian.AppendUint16(dst, uint16(20+tcpLen))
-		dst = binary.BigEndian.AppendUint16(dst, s.ipID)
+		dst = binary.BigEndian.AppendUint16(dst, s.IPID)
 		dst = append(dst, 0x40, 0, 64, protoTCP, 0, 0) // DF, TTL 64, checksum below
-		a, b := s.src.Addr().As4(), s.dst.Addr().As4()
+		a, b := s.Src.Addr().As4(), s.Dst.Addr().As4()
 		dst = append(dst, a[:]...)
 		dst = append(dst, b[:]...)
 		binary.BigEndian.PutUint16(dst[ipStart+10:], ^fold(onesSum(0, dst[ipStart:ipStart+20])))
 	}
 	tcpStart := len(dst)
-	dst = binary.BigEndian.AppendUint16(dst, s.src.Port())
-	dst = binary.BigEndian.AppendUint16(dst, s.dst.Port())
-	dst = binary.BigEndian.AppendUint32(dst, s.seq)
-	dst = binary.BigEndian.AppendUint32(dst, s.ack)
-	dst = append(dst, 5<<4, s.flags, 0xFF, 0xFF) // data offset 5, window 65535
-	dst = append(dst, 0, 0, 0, 0)                // checksum, urgent pointer
-	dst = append(dst, s.payload...)
+	dst = binary.BigEndian.AppendUint16(dst, s.Src.Port())
+	dst = binary.BigEndian.AppendUint16(dst, s.Dst.Port())
+	dst = binary.BigEndian.AppendUint32(dst, s.Seq)
+	dst = binary.BigEndian.AppendUint32(dst, s.Ack)
+	win := s.Window
+	if win == 0 {
+		win = 65535
+	}
+	dst = append(dst, 5<<4, s.Flags)
+	dst = binary.BigEndian.AppendUint16(dst, win)
+	dst = append(dst, 0, 0, 0, 0) // checksum, urgent pointer
+	dst = append(dst, s.Payload...)
 	var sum uint32
 	if v6 {
 		sum = onesSum(sum, dst[ipStart+8:ipStart+40])
