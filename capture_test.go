@@ -153,6 +153,7 @@ func captureSession(t *testing.T, network, addr string, mss int) (clientFile, se
 			t.Fatal(err)
 		}
 	}
+	// CAPTURE_KEEP=dir keeps the captures for a look in Wireshark.
 	if d := os.Getenv("CAPTURE_KEEP"); d != "" {
 		for _, f := range []string{clientFile, serverFile} {
 			b, _ := os.ReadFile(f)
@@ -378,4 +379,53 @@ func TestCaptureOptions(t *testing.T) {
 	if err := c.Flush(); err != iwarp.ErrClosed {
 		t.Fatalf("Flush after Close: %v", err)
 	}
+}
+
+// ExampleCapture records the Initiator's connection into qp.pcap through
+// ConnOptions.Dialer. A Responder records its side the same way by giving
+// NewListener a net.Listener wrapped with Capture.Listener.
+func ExampleCapture() {
+	f, err := os.Create(filepath.Join(os.TempDir(), "qp.pcap"))
+	if err != nil {
+		panic(err)
+	}
+	defer f.Close()
+	capt, err := iwarp.NewCapture(f, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer capt.Close() // flushes the file
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	dev := iwarp.NewDevice(nil)
+	defer dev.Close()
+	pd, _ := dev.AllocPD()
+	cq, _ := dev.NewCQ(16, nil)
+	newQP := func() *iwarp.QP {
+		qp, err := pd.NewQP(&iwarp.QPConfig{SendCQ: cq, RecvCQ: cq})
+		if err != nil {
+			panic(err)
+		}
+		return qp
+	}
+	client, server := newQP(), newQP()
+	defer client.Close()
+	defer server.Close()
+
+	ln, err := iwarp.Listen("tcp", "127.0.0.1:0", nil)
+	if err != nil {
+		panic(err)
+	}
+	defer ln.Close()
+	go func() {
+		if req, err := ln.Accept(ctx); err == nil {
+			_ = req.Accept(ctx, server, nil)
+		}
+	}()
+	opts := &iwarp.ConnOptions{Dialer: capt.Dialer(nil)} // records this connection
+	if err := client.Connect(ctx, "tcp", ln.Addr().String(), opts); err != nil {
+		panic(err)
+	}
+	_ = client.Disconnect(ctx)
 }
