@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux && !iwarp_portable
 
 package mpa
 
@@ -31,3 +31,6 @@ func pipelined(nc net.Conn) bool {
 	})
 	return err == nil && n > 0
 }
+
+// canPeek says whether pipelined bytes are detected at startup.
+const canPeek = true

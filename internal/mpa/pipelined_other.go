@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux || iwarp_portable
 
 package mpa
 
@@ -8,3 +8,6 @@ import "net"
 // implemented for Linux only (see pipelined_linux.go). Pipelined bytes then
 // surface in full operation as a framing error.
 func pipelined(net.Conn) bool { return false }
+
+// canPeek says whether pipelined bytes are detected at startup.
+const canPeek = false
