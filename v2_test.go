@@ -226,7 +226,13 @@ func TestV2MixedTraffic(t *testing.T) {
 	for i := 8; i < len(orig); i++ {
 		orig[i] = byte(i)
 	}
-	if !bytes.Equal(s[:512], orig[1024:1536]) || !bytes.Equal(s[600:1112], orig[1536:2048]) {
+	// The first Read V2 may reflect the later Write of its first 256 bytes
+	// (RFC 5040 §5.5: a Read Response may be generated after later messages
+	// were processed); the rest is the original data either way.
+	if !bytes.Equal(s[:256], orig[1024:1280]) && !bytes.Equal(s[:256], bytes.Repeat([]byte{0xEE}, 256)) {
+		t.Fatal("first Read V2 data is neither the original nor the later Write")
+	}
+	if !bytes.Equal(s[256:512], orig[1280:1536]) || !bytes.Equal(s[600:1112], orig[1536:2048]) {
 		t.Fatal("first Read V2 data differs")
 	}
 	if !bytes.Equal(s[2048:2048+256], bytes.Repeat([]byte{0xEE}, 256)) {

@@ -413,7 +413,13 @@ func (qp *QP) appendSegment() (int, bool, error) {
 	}
 	hdr = wire.AppendDDPHeader(hdr, &h)
 	pieces := qp.payload(m, n)
-	if err := w.Append(hdr, pieces...); err != nil {
+	appendFn := w.Append
+	if m.kind == txResponse && qp.conn.Options().CRC {
+		// The source of a Read Response is not ours to freeze: copy it so
+		// the CRC matches the bytes sent even if it changes meanwhile.
+		appendFn = w.AppendCopy
+	}
+	if err := appendFn(hdr, pieces...); err != nil {
 		return 0, false, err
 	}
 	qp.countSent(len(hdr) + int(n))

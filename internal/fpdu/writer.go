@@ -32,6 +32,8 @@ type Writer struct {
 	hold bool // Responder rule still to be checked
 
 	raw rawWriter // TryFlush's non-blocking writev
+
+	copyAll bool // AppendCopy in progress
 }
 
 func (w *Writer) init(c *Conn) {
@@ -79,7 +81,7 @@ func (w *Writer) Append(hdr []byte, payload ...[]byte) error {
 	w.emitCopy(lb[:])
 	w.emitCopy(hdr)
 	for _, p := range payload {
-		if len(p) <= copyMax {
+		if len(p) <= copyMax || w.copyAll {
 			w.emitCopy(p)
 		} else {
 			w.emitRef(p)
@@ -121,6 +123,19 @@ func (w *Writer) Flush() error {
 	if err != nil {
 		w.err = err
 	}
+	return err
+}
+
+// AppendCopy is Append, except that the payload is copied into the arena:
+// the FPDU carries the payload as it was when AppendCopy returned, and its
+// CRC matches those bytes whatever happens to the source afterwards. The
+// engine uses it for Read Responses with CRC on, whose source memory the
+// responder does not own (its application, or later messages, may modify it
+// while the response waits to be written).
+func (w *Writer) AppendCopy(hdr []byte, payload ...[]byte) error {
+	w.copyAll = true
+	err := w.Append(hdr, payload...)
+	w.copyAll = false
 	return err
 }
 
