@@ -77,7 +77,7 @@ func (qp *QP) rxAtomicRequest(r *fpdu.Reader, h *wire.DDPHeader, rest, n int) er
 		return qp.termDDP(wire.NewProtocolError("Atomic Request MSN out of range", wire.TermDDPMSNRange), h, n)
 	}
 	qp.mu.Lock()
-	full := qp.irq.len() >= qp.p.IRD
+	full := qp.irdInUse >= qp.p.IRD
 	qp.mu.Unlock()
 	if full {
 		return qp.termDDP(ErrIRDExceeded, h, n)
@@ -106,6 +106,7 @@ func (qp *QP) doAtomic() {
 	rx.atomicRegion = nil
 	qp.mu.Lock()
 	qp.irq.push(irqEntry{atomic: true, reqID: ar.RequestID, orig: orig})
+	qp.irdInUse++
 	qp.mu.Unlock()
 	qp.kick()
 }

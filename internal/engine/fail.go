@@ -179,7 +179,7 @@ func (qp *QP) flushAll() {
 		qp.rx.atomicRegion.Release()
 		qp.rx.atomicRegion = nil
 	}
-	qp.irqSent = 0
+	qp.irqSent, qp.irdInUse = 0, 0
 	for qp.orq.len() > 0 {
 		qp.orq.pop()
 	}

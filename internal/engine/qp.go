@@ -151,6 +151,11 @@ type QP struct {
 	// irqSent of them are being or have been transmitted.
 	irq     ring[irqEntry]
 	irqSent int
+	// irdInUse counts the peer's requests accepted and not yet answered
+	// up to their last segment. It drops when that segment is handed to
+	// the Writer, before the bytes reach the socket: the peer cannot free
+	// its ORD credit, and send another request, earlier than that.
+	irdInUse int
 
 	tx    txState
 	rx    rxState
@@ -280,7 +285,9 @@ func (qp *QP) Start(c *fpdu.Conn, p Params) error {
 	qp.tx.msn = [4]uint32{p.FirstSendMSN, p.FirstReadMSN, 1, 1}
 	qp.rx.msn = [4]uint32{p.FirstPeerSendMSN, p.FirstPeerReadMSN, 1, 1}
 	qp.orq = newRing[uint64](p.ORD)
-	qp.irq = newRing[irqEntry](p.IRD)
+	// Room for IRD requests being answered plus the response whose last
+	// segment is written but not yet flushed (see irdInUse).
+	qp.irq = newRing[irqEntry](p.IRD + 2)
 	qp.mu.Unlock()
 	qp.startWatchdog()
 	go qp.rxLoop()

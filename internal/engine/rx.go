@@ -343,7 +343,7 @@ func (qp *QP) rxReadRequest(r *fpdu.Reader, h *wire.DDPHeader, rest, n int) erro
 		return qp.termRDMA(wire.NewProtocolError("Read Request MSN out of range", wire.TermDDPMSNRange), h, n)
 	}
 	qp.mu.Lock()
-	full := qp.irq.len() >= qp.p.IRD
+	full := qp.irdInUse >= qp.p.IRD
 	qp.mu.Unlock()
 	if full {
 		return qp.termRDMA(ErrIRDExceeded, h, n)
@@ -424,6 +424,7 @@ func (qp *QP) completeRead() {
 func (qp *QP) queueRead() {
 	qp.mu.Lock()
 	qp.irq.push(qp.rx.irqNew)
+	qp.irdInUse++
 	qp.mu.Unlock()
 	qp.rx.irqNew = irqEntry{}
 	qp.kick() // answered from here when the socket has room: no hand-off

@@ -76,7 +76,7 @@ func (qp *QP) Stats() *Counters { return &qp.stats }
 func (qp *QP) IRDInUse() int {
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
-	return qp.irq.len()
+	return qp.irdInUse
 }
 
 // ORDInUse returns how many of this side's Reads and atomics are

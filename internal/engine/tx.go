@@ -363,7 +363,9 @@ func (qp *QP) appendSegment() (int, bool, error) {
 		qp.localInvalidate(m.e)
 		return 0, true, nil // nothing goes on the wire
 	case m.kind == txResponse && m.r.atomic:
-		return 0, true, qp.appendAtomicResponse(m.r)
+		err := qp.appendAtomicResponse(m.r)
+		qp.responseWritten()
+		return 0, true, err
 	case m.kind == txSQ && m.e.wr.Op.atomic():
 		return 0, true, qp.appendAtomicRequest(m)
 	case m.kind == txSQ && (m.e.wr.Op == OpImmediate || m.e.wr.Op == OpImmediateSE):
@@ -424,6 +426,9 @@ func (qp *QP) appendSegment() (int, bool, error) {
 	}
 	qp.countSent(len(hdr) + int(n))
 	m.off += n
+	if m.kind == txResponse && h.Last {
+		qp.responseWritten()
+	}
 	if h.Last && m.kind == txSQ && (m.e.wr.Op == OpWriteImm || m.e.wr.Op == OpWriteImmSE) {
 		m.immDone = true
 		return int(n), false, nil // the Immediate Data message follows
@@ -503,4 +508,12 @@ func (qp *QP) countSent(ulpdu int) {
 		d.FPDUsSent.Add(1)
 		d.BytesSent.Add(uint64(ulpdu))
 	}
+}
+
+// responseWritten frees the IRD credit of the response whose last segment
+// was just handed to the Writer.
+func (qp *QP) responseWritten() {
+	qp.mu.Lock()
+	qp.irdInUse--
+	qp.mu.Unlock()
 }

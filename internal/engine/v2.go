@@ -125,7 +125,7 @@ func (qp *QP) rxReadV2Request(r *fpdu.Reader, h *wire.DDPHeader, rest, n int) er
 		return qp.termDDP(wire.NewProtocolError("Read V2 Request MSN out of range", wire.TermDDPMSNRange), h, n)
 	}
 	qp.mu.Lock()
-	full := qp.irq.len() >= qp.p.IRD
+	full := qp.irdInUse >= qp.p.IRD
 	qp.mu.Unlock()
 	if full {
 		return qp.termDDP(ErrIRDExceeded, h, n)
