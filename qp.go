@@ -321,20 +321,12 @@ func (qp *QP) postError(err error) error {
 func (qp *QP) PostRecv(wrs ...RecvWR) error {
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
-	qp.rwr, qp.sge = qp.rwr[:0], qp.sge[:0]
-	for i := range wrs {
-		wr := &wrs[i]
-		start := len(qp.sge)
-		for j := range wr.SGL {
-			s := &wr.SGL[j]
-			if s.MR == nil || s.MR.pd != qp.pd || s.Offset < 0 || s.Length < 0 || s.Offset > s.MR.Len() || s.MR.Len()-s.Offset < s.Length {
-				return fmt.Errorf("%w: recv WR %d: SGE %d outside its region or of another PD", ErrInvalidWR, i, j)
-			}
-			qp.sge = append(qp.sge, engine.SGE{Region: s.MR.r, Off: uint64(s.Offset), Len: uint32(s.Length)})
-		}
-		qp.rwr = append(qp.rwr, engine.RecvWR{ID: wr.ID, SGL: qp.sge[start:len(qp.sge):len(qp.sge)]})
+	var err error
+	qp.rwr, qp.sge, err = convertRecvs(qp.pd, wrs, qp.rwr[:0], qp.sge[:0])
+	if err != nil {
+		return err
 	}
-	_, err := qp.e.PostRecv(qp.rwr)
+	_, err = qp.e.PostRecv(qp.rwr)
 	return qp.postError(err)
 }
 
@@ -372,3 +364,21 @@ func (qp *QP) Disconnect(ctx context.Context) error { return qp.e.Disconnect(ctx
 // connection close); outstanding work completes as flushed. It returns when
 // that is done. Close is safe to call more than once.
 func (qp *QP) Close() error { return qp.e.Close() }
+
+// convertRecvs converts receive WRs into the engine's form, appending to
+// the caller's scratch slices (no allocation once they are large enough).
+func convertRecvs(pd *PD, wrs []RecvWR, rwr []engine.RecvWR, sge []engine.SGE) ([]engine.RecvWR, []engine.SGE, error) {
+	for i := range wrs {
+		wr := &wrs[i]
+		start := len(sge)
+		for j := range wr.SGL {
+			s := &wr.SGL[j]
+			if s.MR == nil || s.MR.pd != pd || s.Offset < 0 || s.Length < 0 || s.Offset > s.MR.Len() || s.MR.Len()-s.Offset < s.Length {
+				return rwr, sge, fmt.Errorf("%w: recv WR %d: SGE %d outside its region or of another PD", ErrInvalidWR, i, j)
+			}
+			sge = append(sge, engine.SGE{Region: s.MR.r, Off: uint64(s.Offset), Len: uint32(s.Length)})
+		}
+		rwr = append(rwr, engine.RecvWR{ID: wr.ID, SGL: sge[start:len(sge):len(sge)]})
+	}
+	return rwr, sge, nil
+}

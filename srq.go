@@ -58,18 +58,10 @@ func (pd *PD) NewSRQ(cfg *SRQConfig) (*SRQ, error) {
 func (s *SRQ) PostRecv(wrs ...RecvWR) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.rwr, s.sge = s.rwr[:0], s.sge[:0]
-	for i := range wrs {
-		wr := &wrs[i]
-		start := len(s.sge)
-		for j := range wr.SGL {
-			g := &wr.SGL[j]
-			if g.MR == nil || g.MR.pd != s.pd || g.Offset < 0 || g.Length < 0 || g.Offset > g.MR.Len() || g.MR.Len()-g.Offset < g.Length {
-				return fmt.Errorf("%w: recv WR %d: SGE %d outside its region or of another PD", ErrInvalidWR, i, j)
-			}
-			s.sge = append(s.sge, engine.SGE{Region: g.MR.r, Off: uint64(g.Offset), Len: uint32(g.Length)})
-		}
-		s.rwr = append(s.rwr, engine.RecvWR{ID: wr.ID, SGL: s.sge[start:len(s.sge):len(s.sge)]})
+	var err error
+	s.rwr, s.sge, err = convertRecvs(s.pd, wrs, s.rwr[:0], s.sge[:0])
+	if err != nil {
+		return err
 	}
 	if _, err := s.e.PostRecv(s.rwr); err != nil {
 		return fmt.Errorf("%w: %w", ErrQueueFull, err)

@@ -109,7 +109,7 @@ func frameBytes(flags Flags, rev uint8, pd []byte) []byte {
 
 func TestParseFrameErrors(t *testing.T) {
 	badKey := frameBytes(0, 1, nil)
-	copy(badKey, "MPA ID XXX Frame") // the key siw's bad_key probe used
+	copy(badKey, "MPA ID BAD Frame") // like the bad key of siw's bad_key probe
 	long := frameBytes(0, 1, make([]byte, 513))
 	cases := []struct {
 		name  string

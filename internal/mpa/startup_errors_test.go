@@ -255,7 +255,7 @@ func TestPipelinedBytes(t *testing.T) {
 // a Reply (Responder) or without anything sent (Initiator).
 func TestBadFrames(t *testing.T) {
 	badKey := rawFrame(false, 0, 1, nil, "")
-	copy(badKey, "MPA ID XXX Frame")
+	copy(badKey, "MPA ID BAD Frame")
 	long := rawFrame(false, 0, 1, nil, "")
 	binary.BigEndian.PutUint16(long[18:], 513)
 	cases := []struct {
