@@ -49,11 +49,14 @@ func goldenInputs(t *testing.T) []string {
 		t.Skipf("no shared captures or vectors under %s", sharedDir)
 	}
 	// The project's own captures of this stack talking to siw in the VM.
-	own, err := filepath.Glob("../../interop/captures/*.pcapng")
-	if err != nil {
-		t.Fatal(err)
+	for _, pat := range []string{"../../interop/captures/*.pcapng", "../../interop/captures/*.pcap"} {
+		own, err := filepath.Glob(pat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, own...)
 	}
-	return append(files, own...)
+	return files
 }
 
 func TestDecodeGolden(t *testing.T) {
