@@ -8,6 +8,7 @@ import (
 
 	"github.com/goiwarp/iwarp/internal/fpdu"
 	"github.com/goiwarp/iwarp/internal/mem"
+	"github.com/goiwarp/iwarp/internal/testnet"
 )
 
 // side is one end of a test connection: a QP with its own CQs, on a shared
@@ -32,29 +33,7 @@ type pairOpts struct {
 
 // tcpPair returns the two ends of a real loopback TCP connection.
 func tcpPair(t testing.TB) (net.Conn, net.Conn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	ch := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			ch <- nil
-			return
-		}
-		ch <- c
-	}()
-	a, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := <-ch
-	if b == nil {
-		t.Fatal("accept failed")
-	}
+	a, b := testnet.TCPPair(t)
 	return a, b
 }
 

@@ -4,8 +4,10 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-
+	"testing"
 	"time"
+
+	"github.com/goiwarp/iwarp/internal/testnet"
 )
 
 // memConn is a net.Conn over memory for tests: Read returns the octets of
@@ -77,37 +79,8 @@ func splitFromBytes(b []byte) func(int) int {
 
 // tcpPair returns the two ends of a loopback TCP connection with
 // TCP_NODELAY (Go's default).
-func tcpPair(t interface {
-	Helper()
-	Fatal(...any)
-	Cleanup(func())
-}) (a, b *net.TCPConn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	type res struct {
-		c   net.Conn
-		err error
-	}
-	ch := make(chan res, 1)
-	go func() {
-		c, err := ln.Accept()
-		ch <- res{c, err}
-	}()
-	ca, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := <-ch
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	a, b = ca.(*net.TCPConn), r.c.(*net.TCPConn)
-	t.Cleanup(func() { a.Close(); b.Close() })
-	return a, b
+func tcpPair(t testing.TB) (a, b *net.TCPConn) {
+	return testnet.TCPPair(t)
 }
 
 // deadline bounds blocking socket calls in tests.

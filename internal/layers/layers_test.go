@@ -29,6 +29,7 @@ var rank = map[string]int{
 	"internal/decode":    11,
 	"internal/layers":    20,
 	"internal/leakcheck": 20,
+	"internal/testnet":   20,
 	"cmd/iwarp":          30,
 }
 

@@ -11,35 +11,13 @@ import (
 	"time"
 
 	"github.com/goiwarp/iwarp/internal/fpdu"
+	"github.com/goiwarp/iwarp/internal/testnet"
 )
 
 // tcpPair returns the two ends of a fresh loopback TCP connection.
 func tcpPair(t testing.TB) (client, server net.Conn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	ch := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			ch <- nil
-			return
-		}
-		ch <- c
-	}()
-	client, err = net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	server = <-ch
-	if server == nil {
-		t.Fatal("accept failed")
-	}
-	t.Cleanup(func() { client.Close(); server.Close() })
-	return client, server
+	a, b := testnet.TCPPair(t)
+	return a, b
 }
 
 // testCtx bounds a test's startup generously; tests never assert timing.
