@@ -2,9 +2,10 @@ package capture
 
 import (
 	"bytes"
-	"encoding/binary"
 	"net/netip"
 	"testing"
+
+	"github.com/goiwarp/iwarp/internal/pcapwrite"
 )
 
 // TestFlowRoundTrip synthesizes a conversation (IPv4 and IPv6, with
@@ -70,40 +71,18 @@ func TestChecksums(t *testing.T) {
 		var sum uint32
 		var tcp []byte
 		if ends[0].Addr().Is4() {
-			if fold(onesSum(0, ip[:20])) != 0xFFFF {
+			if pcapwrite.Fold(pcapwrite.OnesSum(0, ip[:20])) != 0xFFFF {
 				t.Errorf("IPv4 header checksum")
 			}
-			sum = onesSum(0, ip[12:20])
+			sum = pcapwrite.OnesSum(0, ip[12:20])
 			tcp = ip[20:]
 		} else {
-			sum = onesSum(0, ip[8:40])
+			sum = pcapwrite.OnesSum(0, ip[8:40])
 			tcp = ip[40:]
 		}
 		sum += protoTCP + uint32(len(tcp))
-		if fold(onesSum(sum, tcp)) != 0xFFFF {
+		if pcapwrite.Fold(pcapwrite.OnesSum(sum, tcp)) != 0xFFFF {
 			t.Errorf("%v: TCP checksum", ends)
 		}
 	}
-}
-
-// onesSum adds b as big-endian 16-bit words to sum (RFC 1071).
-func onesSum(sum uint32, b []byte) uint32 {
-	for len(b) >= 2 {
-		sum += uint32(binary.BigEndian.Uint16(b))
-		b = b[2:]
-		if sum > 0xFFFF0000 {
-			sum = sum>>16 + sum&0xFFFF
-		}
-	}
-	if len(b) == 1 {
-		sum += uint32(b[0]) << 8
-	}
-	return sum
-}
-
-func fold(sum uint32) uint16 {
-	for sum > 0xFFFF {
-		sum = sum>>16 + sum&0xFFFF
-	}
-	return uint16(sum)
 }

@@ -229,7 +229,7 @@ func AppendFrame(dst []byte, s *Frame) []byte {
 		a, b := s.Src.Addr().As4(), s.Dst.Addr().As4()
 		dst = append(dst, a[:]...)
 		dst = append(dst, b[:]...)
-		binary.BigEndian.PutUint16(dst[ipStart+10:], ^fold(onesSum(0, dst[ipStart:ipStart+20])))
+		binary.BigEndian.PutUint16(dst[ipStart+10:], ^Fold(OnesSum(0, dst[ipStart:ipStart+20])))
 	}
 	tcpStart := len(dst)
 	dst = binary.BigEndian.AppendUint16(dst, s.Src.Port())
@@ -246,17 +246,17 @@ func AppendFrame(dst []byte, s *Frame) []byte {
 	dst = append(dst, s.Payload...)
 	var sum uint32
 	if v6 {
-		sum = onesSum(sum, dst[ipStart+8:ipStart+40])
+		sum = OnesSum(sum, dst[ipStart+8:ipStart+40])
 	} else {
-		sum = onesSum(sum, dst[ipStart+12:ipStart+20])
+		sum = OnesSum(sum, dst[ipStart+12:ipStart+20])
 	}
 	sum += protoTCP + uint32(tcpLen)
-	binary.BigEndian.PutUint16(dst[tcpStart+16:], ^fold(onesSum(sum, dst[tcpStart:])))
+	binary.BigEndian.PutUint16(dst[tcpStart+16:], ^Fold(OnesSum(sum, dst[tcpStart:])))
 	return dst
 }
 
-// onesSum adds b as big-endian 16-bit words to sum (RFC 1071).
-func onesSum(sum uint32, b []byte) uint32 {
+// OnesSum adds b as big-endian 16-bit words to sum (RFC 1071).
+func OnesSum(sum uint32, b []byte) uint32 {
 	for len(b) >= 2 {
 		sum += uint32(binary.BigEndian.Uint16(b))
 		b = b[2:]
@@ -270,8 +270,8 @@ func onesSum(sum uint32, b []byte) uint32 {
 	return sum
 }
 
-// fold folds the carries of a ones' complement sum into 16 bits.
-func fold(sum uint32) uint16 {
+// Fold folds the carries of a ones' complement sum into 16 bits.
+func Fold(sum uint32) uint16 {
 	for sum > 0xFFFF {
 		sum = sum>>16 + sum&0xFFFF
 	}
