@@ -168,16 +168,7 @@ func captureSession(t *testing.T, network, addr string, mss int) (clientFile, se
 // valid. It returns the connection and the opcodes seen, in order.
 func decodeCapture(t *testing.T, file string) (*decode.Conn, []wire.Opcode) {
 	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := capture.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	asm, err := capture.ReadAll(r, capture.Limits{})
+	asm, err := capture.ReadFile(file, capture.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -134,16 +134,7 @@ func tsharkCRCVerdicts(t *testing.T, tshark, file string) map[int][]string {
 // with our CRC verdicts.
 func ourFields(t *testing.T, file string) (frameFields, map[int][]string) {
 	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := capture.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := capture.ReadAll(r, capture.Limits{})
+	a, err := capture.ReadFile(file, capture.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,16 +409,7 @@ func TestVectorCapturesDecodeLikeVectors(t *testing.T) {
 			for _, retx := range []bool{false, true} {
 				out := filepath.Join(dir, "v.pcap")
 				writeVectorPcap(t, f, out, v6, retx, 61)
-				fh, err := os.Open(out)
-				if err != nil {
-					t.Fatal(err)
-				}
-				r, err := capture.NewReader(fh)
-				if err != nil {
-					t.Fatal(err)
-				}
-				a, err := capture.ReadAll(r, capture.Limits{})
-				fh.Close()
+				a, err := capture.ReadFile(out, capture.Limits{})
 				if err != nil || len(a.Conns()) != 1 {
 					t.Fatalf("%s: %v, %d conns", f, err, len(a.Conns()))
 				}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"os"
 )
 
 // Limits bound what a capture can make the Assembler keep. Zero fields take
@@ -203,4 +204,18 @@ func ReadAll(r PacketReader, lim Limits) (*Assembler, error) {
 		}
 		a.AddPacket(p)
 	}
+}
+
+// ReadFile reads the pcap or pcapng file at path into a new Assembler.
+func ReadFile(path string, lim Limits) (*Assembler, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r, err := NewReader(f)
+	if err != nil {
+		return nil, err
+	}
+	return ReadAll(r, lim)
 }
