@@ -16,78 +16,64 @@ import (
 
 var benchSizes = []int{64, 4096, 65536, 1 << 20}
 
-func benchPair(b *testing.B) (*endpoint, *endpoint) {
-	b.Helper()
-	return connectPair(b, nil, nil)
+// benchBySize runs one sub-benchmark per size: setup connects a pair,
+// registers what the operation needs and returns one operation.
+func benchBySize(b *testing.B, setup func(ctx context.Context, a, t *endpoint, n int) func() error) {
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprintf("size=%d", n), func(b *testing.B) {
+			a, t := connectPair(b, nil, nil)
+			op := setup(context.Background(), a, t, n)
+			b.SetBytes(int64(n))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := op(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
 
 func BenchmarkWrite(b *testing.B) {
-	for _, n := range benchSizes {
-		b.Run(fmt.Sprintf("size=%d", n), func(b *testing.B) {
-			a, t := benchPair(b)
-			ctx := context.Background()
-			dst, _ := t.pd.RegisterMemory(make([]byte, n), iwarp.AccessRemoteWrite)
-			src, _ := a.pd.RegisterMemory(make([]byte, n), 0)
-			remote, sge := dst.Remote(), src.SGE(0, n)
-			b.SetBytes(int64(n))
-			b.ReportAllocs()
-			for b.Loop() {
-				if err := a.qp.Write(ctx, remote, sge); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+	benchBySize(b, func(ctx context.Context, a, t *endpoint, n int) func() error {
+		dst, _ := t.pd.RegisterMemory(make([]byte, n), iwarp.AccessRemoteWrite)
+		src, _ := a.pd.RegisterMemory(make([]byte, n), 0)
+		remote, sge := dst.Remote(), src.SGE(0, n)
+		return func() error { return a.qp.Write(ctx, remote, sge) }
+	})
 }
 
 func BenchmarkRead(b *testing.B) {
-	for _, n := range benchSizes {
-		b.Run(fmt.Sprintf("size=%d", n), func(b *testing.B) {
-			a, t := benchPair(b)
-			ctx := context.Background()
-			src, _ := t.pd.RegisterMemory(make([]byte, n), iwarp.AccessRemoteRead)
-			dst, _ := a.pd.RegisterMemory(make([]byte, n), iwarp.AccessLocalWrite)
-			remote, sge := src.Remote(), dst.SGE(0, n)
-			b.SetBytes(int64(n))
-			b.ReportAllocs()
-			for b.Loop() {
-				if err := a.qp.Read(ctx, sge, remote); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+	benchBySize(b, func(ctx context.Context, a, t *endpoint, n int) func() error {
+		src, _ := t.pd.RegisterMemory(make([]byte, n), iwarp.AccessRemoteRead)
+		dst, _ := a.pd.RegisterMemory(make([]byte, n), iwarp.AccessLocalWrite)
+		remote, sge := src.Remote(), dst.SGE(0, n)
+		return func() error { return a.qp.Read(ctx, sge, remote) }
+	})
 }
 
 func BenchmarkSendRecv(b *testing.B) {
-	for _, n := range benchSizes {
-		b.Run(fmt.Sprintf("size=%d", n), func(b *testing.B) {
-			a, t := benchPair(b)
-			ctx := context.Background()
-			rb, _ := t.pd.RegisterMemory(make([]byte, n), iwarp.AccessLocalWrite)
-			src, _ := a.pd.RegisterMemory(make([]byte, n), 0)
-			rsgl, ssge := []iwarp.SGE{rb.SGE(0, n)}, src.SGE(0, n)
-			b.SetBytes(int64(n))
-			b.ReportAllocs()
-			for b.Loop() {
-				if err := t.qp.PostRecv(iwarp.RecvWR{SGL: rsgl}); err != nil {
-					b.Fatal(err)
-				}
-				if err := a.qp.Send(ctx, ssge); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := t.cq.Next(ctx); err != nil {
-					b.Fatal(err)
-				}
+	benchBySize(b, func(ctx context.Context, a, t *endpoint, n int) func() error {
+		rb, _ := t.pd.RegisterMemory(make([]byte, n), iwarp.AccessLocalWrite)
+		src, _ := a.pd.RegisterMemory(make([]byte, n), 0)
+		rsgl, ssge := []iwarp.SGE{rb.SGE(0, n)}, src.SGE(0, n)
+		return func() error {
+			if err := t.qp.PostRecv(iwarp.RecvWR{SGL: rsgl}); err != nil {
+				return err
 			}
-		})
-	}
+			if err := a.qp.Send(ctx, ssge); err != nil {
+				return err
+			}
+			_, err := t.cq.Next(ctx)
+			return err
+		}
+	})
 }
 
 // BenchmarkFetchAdd is a round trip: post, the peer's responder runs the
 // atomic, the response completes the WR.
 func BenchmarkFetchAdd(b *testing.B) {
-	a, t := benchPair(b)
+	a, t := connectPair(b, nil, nil)
 	ctx := context.Background()
 	w, _ := t.pd.RegisterMemory(alignedBuf(8), iwarp.AccessRemoteAtomic)
 	remote := w.Remote()
@@ -102,7 +88,7 @@ func BenchmarkFetchAdd(b *testing.B) {
 // BenchmarkWriteWithImmediatePingPong: 8 bytes there and back, each side
 // waiting for the other's immediate completion.
 func BenchmarkWriteWithImmediatePingPong(b *testing.B) {
-	a, t := benchPair(b)
+	a, t := connectPair(b, nil, nil)
 	ctx := context.Background()
 	am, _ := a.pd.RegisterMemory(make([]byte, 8), iwarp.AccessRemoteWrite|iwarp.AccessLocalWrite)
 	tm, _ := t.pd.RegisterMemory(make([]byte, 8), iwarp.AccessRemoteWrite|iwarp.AccessLocalWrite)
