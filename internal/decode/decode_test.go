@@ -11,6 +11,7 @@ import (
 
 	"github.com/goiwarp/iwarp/internal/capture"
 	"github.com/goiwarp/iwarp/internal/fpdu"
+	"github.com/goiwarp/iwarp/internal/vectors"
 	"github.com/goiwarp/iwarp/internal/wire"
 )
 
@@ -181,29 +182,18 @@ func TestMarkerVectors(t *testing.T) {
 }
 
 // vectorStream returns the concatenated bytes of one direction of a vector
-// file, without the MPA frames (the first record of each direction).
+// file, without the MPA frames.
 func vectorStream(t *testing.T, name string, initiator bool) []byte {
 	t.Helper()
-	b, err := os.ReadFile(vectorDir + name)
+	fs, err := vectors.ReadFile(vectorDir + name)
 	if err != nil {
-		t.Skipf("shared vectors not available: %v", err)
+		t.Fatal(err)
 	}
 	var out []byte
-	first := true
-	for line := range strings.SplitSeq(string(b), "\n") {
-		cols := strings.Split(line, "\t")
-		if len(cols) != 4 || strings.HasPrefix(line, "#") || cols[3] == "hex" || (cols[1] == "I->R") != initiator {
-			continue
+	for _, f := range fs {
+		if f.Initiator() == initiator && !f.MPA() {
+			out = append(out, f.Bytes...)
 		}
-		if first {
-			first = false
-			continue
-		}
-		d, err := hex.DecodeString(cols[3])
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, d...)
 	}
 	return out
 }

@@ -2,13 +2,12 @@ package decode
 
 import (
 	"bytes"
-	"encoding/hex"
 	"io"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/goiwarp/iwarp/internal/mpa"
+	"github.com/goiwarp/iwarp/internal/vectors"
 	"github.com/goiwarp/iwarp/internal/wire"
 )
 
@@ -19,16 +18,13 @@ import (
 // ULPDU bytes (parse -> encode round trip). Seeds are the vector streams.
 func FuzzDecodeStream(f *testing.F) {
 	for _, name := range []string{"fpdus.tsv", "v2.tsv", "markers.tsv"} {
-		b, err := os.ReadFile(vectorDir + name)
+		fs, err := vectors.ReadFile(vectorDir + name)
 		if err != nil {
-			continue
+			f.Fatal(err)
 		}
-		for line := range strings.SplitSeq(string(b), "\n") {
-			cols := strings.Split(line, "\t")
-			if len(cols) == 4 && !strings.HasPrefix(line, "#") && cols[3] != "hex" {
-				if d, err := hex.DecodeString(cols[3]); err == nil && len(d) > 0 && d[0] != 'M' {
-					f.Add(d, uint8(0x40))
-				}
+		for _, fr := range fs {
+			if !fr.MPA() {
+				f.Add(fr.Bytes, uint8(0x40))
 			}
 		}
 	}

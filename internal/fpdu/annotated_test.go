@@ -33,8 +33,8 @@ func TestAnnotatedFPDU(t *testing.T) {
 		68656c6c6f2c20695741525021        | "hello, iWARP!"
 		000000                            | PAD to a multiple of 4
 		6d124432                          | CRC32c 0x3244126d, little-endian`)
-	if v := loadVectors(t, "fpdus.tsv", true)[0]; !bytes.Equal(fpdu, v.raw) {
-		t.Fatalf("annotation differs from %s:\n%x\n%x", v.name, fpdu, v.raw)
+	if v := loadVectors(t, "fpdus.tsv", true)[0]; !bytes.Equal(fpdu, v.Bytes) {
+		t.Fatalf("annotation differs from %s:\n%x\n%x", v.Name, fpdu, v.Bytes)
 	}
 	f, err := DecodeFPDU(nil, fpdu, 0, Options{CRC: true})
 	if err != nil || f.Length != 31 || f.PadLen != 3 || f.CRC != 0x3244126d || string(f.ULPDU[18:]) != "hello, iWARP!" {
@@ -56,7 +56,7 @@ func TestAnnotatedMarkers(t *testing.T) {
 		00005000                          | STag 0x5000
 		0000000000000000                  | TO 0
 		00070e151c232a31                  | payload: octet i is 7*i mod 256`)
-	raw := loadVectors(t, "markers.tsv", true)[0].raw
+	raw := loadVectors(t, "markers.tsv", true)[0].Bytes
 	if !bytes.HasPrefix(raw, head) {
 		t.Fatalf("annotation differs:\n%x\n%x", head, raw[:len(head)])
 	}

@@ -12,22 +12,22 @@ import (
 func TestDecodeFPDUVectors(t *testing.T) {
 	for _, file := range []string{"fpdus.tsv", "v2.tsv"} {
 		for _, v := range loadVectors(t, file, true) {
-			f, err := DecodeFPDU(nil, v.raw, 0, Options{CRC: true})
+			f, err := DecodeFPDU(nil, v.Bytes, 0, Options{CRC: true})
 			if err != nil {
-				t.Errorf("%s %s: %v", file, v.name, err)
+				t.Errorf("%s %s: %v", file, v.Name, err)
 				continue
 			}
-			if f.Size != len(v.raw) || f.Length != len(f.ULPDU) || f.Length != int(binary.BigEndian.Uint16(v.raw)) {
-				t.Errorf("%s %s: size %d of %d, length %d, ULPDU %d", file, v.name, f.Size, len(v.raw), f.Length, len(f.ULPDU))
+			if f.Size != len(v.Bytes) || f.Length != len(f.ULPDU) || f.Length != int(binary.BigEndian.Uint16(v.Bytes)) {
+				t.Errorf("%s %s: size %d of %d, length %d, ULPDU %d", file, v.Name, f.Size, len(v.Bytes), f.Length, len(f.ULPDU))
 			}
-			if f.CRC != f.ComputedCRC || f.CRC != binary.LittleEndian.Uint32(v.raw[len(v.raw)-4:]) {
-				t.Errorf("%s %s: CRC %08x computed %08x", file, v.name, f.CRC, f.ComputedCRC)
+			if f.CRC != f.ComputedCRC || f.CRC != binary.LittleEndian.Uint32(v.Bytes[len(v.Bytes)-4:]) {
+				t.Errorf("%s %s: CRC %08x computed %08x", file, v.Name, f.CRC, f.ComputedCRC)
 			}
-			if !bytes.Equal(f.ULPDU, v.raw[2:2+f.Length]) {
-				t.Errorf("%s %s: ULPDU differs", file, v.name)
+			if !bytes.Equal(f.ULPDU, v.Bytes[2:2+f.Length]) {
+				t.Errorf("%s %s: ULPDU differs", file, v.Name)
 			}
-			if f.PadLen != len(v.raw)-6-f.Length {
-				t.Errorf("%s %s: pad %d", file, v.name, f.PadLen)
+			if f.PadLen != len(v.Bytes)-6-f.Length {
+				t.Errorf("%s %s: pad %d", file, v.Name, f.PadLen)
 			}
 		}
 	}
@@ -42,25 +42,25 @@ func TestDecodeFPDUMarkers(t *testing.T) {
 	wantLen := []int{1514, 118, 418}
 	var off uint64
 	for i, v := range vs {
-		f, err := DecodeFPDU(make([]byte, 0, 2048), v.raw, off, opts)
+		f, err := DecodeFPDU(make([]byte, 0, 2048), v.Bytes, off, opts)
 		if err != nil {
-			t.Fatalf("%s: %v", v.name, err)
+			t.Fatalf("%s: %v", v.Name, err)
 		}
-		if f.Size != len(v.raw) || f.Markers != wantMarkers[i] || f.BadMarkers != 0 || f.Length != wantLen[i] || len(f.ULPDU) != f.Length {
-			t.Errorf("%s: %+v", v.name, f)
+		if f.Size != len(v.Bytes) || f.Markers != wantMarkers[i] || f.BadMarkers != 0 || f.Length != wantLen[i] || len(f.ULPDU) != f.Length {
+			t.Errorf("%s: %+v", v.Name, f)
 		}
 		off += uint64(f.Size)
 	}
 	// First FPDU: markers at 0 (leading), 512 and 1024; stripped, the
 	// ULPDU is the Write header and 1500 octets i*7 mod 256.
-	f, _ := DecodeFPDU(nil, vs[0].raw, 0, opts)
+	f, _ := DecodeFPDU(nil, vs[0].Bytes, 0, opts)
 	for i, b := range f.ULPDU[14:] {
 		if b != byte(i*7) {
 			t.Fatalf("payload octet %d = %#x", i, b)
 		}
 	}
 	// Decoded at a wrong stream offset the markers are misplaced.
-	if _, err := DecodeFPDU(nil, vs[1].raw, 0, opts); !errors.Is(err, ErrMarker) {
+	if _, err := DecodeFPDU(nil, vs[1].Bytes, 0, opts); !errors.Is(err, ErrMarker) {
 		t.Errorf("wrong offset: %v, want ErrMarker", err)
 	}
 }
@@ -68,7 +68,7 @@ func TestDecodeFPDUMarkers(t *testing.T) {
 // TestDecodeFPDUErrors checks the framing errors and that the frame still
 // holds what was read.
 func TestDecodeFPDUErrors(t *testing.T) {
-	good := loadVectors(t, "fpdus.tsv", true)[0].raw // send-msn1
+	good := loadVectors(t, "fpdus.tsv", true)[0].Bytes // send-msn1
 	bad := bytes.Clone(good)
 	bad[5] ^= 1
 	f, err := DecodeFPDU(nil, bad, 0, Options{CRC: true})

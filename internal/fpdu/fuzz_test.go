@@ -23,14 +23,14 @@ func optsFromFlags(flags byte) Options {
 func fuzzSeeds(f *testing.F, add func(data []byte, off uint64, flags byte)) {
 	for _, file := range []string{"fpdus.tsv", "v2.tsv"} {
 		for _, v := range loadVectors(f, file, true) {
-			add(v.raw, 0, 1)
+			add(v.Bytes, 0, 1)
 		}
 		add(streamOf(f, file), 0, 1)
 	}
 	var off uint64
 	for _, v := range loadVectors(f, "markers.tsv", true) {
-		add(v.raw, off, 3)
-		off += uint64(len(v.raw))
+		add(v.Bytes, off, 3)
+		off += uint64(len(v.Bytes))
 	}
 	add(streamOf(f, "markers.tsv"), 0, 3)
 	// Real siw FPDUs with CRC (after the 20-octet MPA Request/Reply).

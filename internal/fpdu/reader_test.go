@@ -46,7 +46,7 @@ func streamOf(t testing.TB, file string) []byte {
 	t.Helper()
 	var s []byte
 	for _, v := range loadVectors(t, file, true) {
-		s = append(s, v.raw...)
+		s = append(s, v.Bytes...)
 	}
 	return s
 }

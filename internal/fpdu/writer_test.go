@@ -60,8 +60,8 @@ func TestWriterVectors(t *testing.T) {
 		var want []byte
 		var ulpdus [][]byte
 		for _, v := range vs {
-			want = append(want, v.raw...)
-			ulpdus = append(ulpdus, ulpdusOf(t, v.raw, Options{CRC: true})...)
+			want = append(want, v.Bytes...)
+			ulpdus = append(ulpdus, ulpdusOf(t, v.Bytes, Options{CRC: true})...)
 		}
 		for _, every := range []int{1, 3, 100} {
 			got := writeStream(t, Options{CRC: true}, ulpdus, every)
@@ -79,7 +79,7 @@ func TestWriterMarkersVector(t *testing.T) {
 	vs := loadVectors(t, "markers.tsv", true)
 	var want []byte
 	for _, v := range vs {
-		want = append(want, v.raw...)
+		want = append(want, v.Bytes...)
 	}
 	ulpdus := ulpdusOf(t, want, opts)
 	if len(ulpdus) != 3 {
@@ -94,7 +94,7 @@ func TestWriterMarkersVector(t *testing.T) {
 
 // TestWriterCRCOff: without CRC the trailer is four zero octets.
 func TestWriterCRCOff(t *testing.T) {
-	v := loadVectors(t, "fpdus.tsv", true)[0].raw
+	v := loadVectors(t, "fpdus.tsv", true)[0].Bytes
 	got := writeStream(t, Options{}, ulpdusOf(t, v, Options{CRC: true}), 1)
 	want := bytes.Clone(v)
 	copy(want[len(want)-4:], []byte{0, 0, 0, 0})

@@ -30,6 +30,7 @@ var rank = map[string]int{
 	"internal/layers":    20,
 	"internal/leakcheck": 20,
 	"internal/testnet":   20,
+	"internal/vectors":   20, // test support: reads shared/vectors
 	"cmd/iwarp":          30,
 }
 

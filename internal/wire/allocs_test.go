@@ -7,8 +7,8 @@ func TestParsersDoNotAllocate(t *testing.T) {
 	var ulpdus [][]byte
 	for _, file := range []string{"fpdus.tsv", "v2.tsv"} {
 		for _, row := range loadVectors(t, file) {
-			if row.name[:4] != "mpa-" {
-				ulpdus = append(ulpdus, splitFPDU(t, row.name, row.frame))
+			if !row.MPA() {
+				ulpdus = append(ulpdus, splitFPDU(t, row.Name, row.Bytes))
 			}
 		}
 	}

@@ -4,9 +4,9 @@ import "testing"
 
 func benchULPDU(b *testing.B, name string) []byte {
 	for _, row := range loadVectors(b, "fpdus.tsv") {
-		if row.name == name {
-			n := int(row.frame[0])<<8 | int(row.frame[1])
-			return row.frame[2 : 2+n]
+		if row.Name == name {
+			n := int(row.Bytes[0])<<8 | int(row.Bytes[1])
+			return row.Bytes[2 : 2+n]
 		}
 	}
 	b.Fatalf("no vector %s", name)

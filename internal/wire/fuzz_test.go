@@ -2,7 +2,6 @@ package wire
 
 import (
 	"bytes"
-	"strings"
 	"testing"
 )
 
@@ -10,11 +9,11 @@ import (
 func seedULPDUs(f *testing.F) {
 	for _, file := range []string{"fpdus.tsv", "v2.tsv"} {
 		for _, row := range loadVectors(f, file) {
-			if strings.HasPrefix(row.name, "mpa-") {
+			if row.MPA() {
 				continue
 			}
-			n := int(row.frame[0])<<8 | int(row.frame[1])
-			f.Add(row.frame[2 : 2+n])
+			n := int(row.Bytes[0])<<8 | int(row.Bytes[1])
+			f.Add(row.Bytes[2 : 2+n])
 		}
 	}
 }

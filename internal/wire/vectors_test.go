@@ -1,15 +1,15 @@
 package wire
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"hash/crc32"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/goiwarp/iwarp/internal/vectors"
 )
 
 // The vectors are read from the project's shared vector files
@@ -17,40 +17,13 @@ import (
 // FPDU: ULPDU_Length, ULPDU, pad, CRC32c little-endian.
 const vectorDir = "../../../shared/vectors/"
 
-type vectorRow struct {
-	name, dir, meaning string
-	frame              []byte
-}
-
-func loadVectors(t testing.TB, file string) []vectorRow {
+func loadVectors(t testing.TB, file string) []vectors.Frame {
 	t.Helper()
-	f, err := os.Open(vectorDir + file)
+	fs, err := vectors.ReadFile(vectorDir + file)
 	if err != nil {
-		t.Fatalf("open vectors: %v", err)
-	}
-	defer f.Close()
-	var rows []vectorRow
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, "name\t") {
-			continue
-		}
-		cols := strings.Split(line, "\t")
-		if len(cols) != 4 {
-			t.Fatalf("%s: bad row %q", file, line)
-		}
-		b, err := hex.DecodeString(cols[3])
-		if err != nil {
-			t.Fatalf("%s %s: %v", file, cols[0], err)
-		}
-		rows = append(rows, vectorRow{cols[0], cols[1], cols[2], b})
-	}
-	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return rows
+	return fs
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -196,22 +169,22 @@ func normalize(u ULPDU) ULPDU {
 func checkVectorFile(t *testing.T, file string, rv uint8, want map[string]ULPDU) {
 	seen := 0
 	for _, row := range loadVectors(t, file) {
-		if strings.HasPrefix(row.name, "mpa-") {
+		if row.MPA() {
 			continue // MPA startup frames belong to package mpa
 		}
 		seen++
-		t.Run(row.name, func(t *testing.T) {
-			w, ok := want[row.name]
+		t.Run(row.Name, func(t *testing.T) {
+			w, ok := want[row.Name]
 			if !ok {
-				t.Fatalf("no expected fields for %s (%s)", row.name, row.meaning)
+				t.Fatalf("no expected fields for %s (%s)", row.Name, row.Meaning)
 			}
-			ulpdu := splitFPDU(t, row.name, row.frame)
+			ulpdu := splitFPDU(t, row.Name, row.Bytes)
 			u, err := ParseULPDU(ulpdu)
 			if err != nil {
 				t.Fatalf("ParseULPDU: %v", err)
 			}
 			if got := normalize(u); !reflect.DeepEqual(got, normalize(w)) {
-				t.Errorf("decoded\n got %+v\nwant %+v\n(%s)", got, w, row.meaning)
+				t.Errorf("decoded\n got %+v\nwant %+v\n(%s)", got, w, row.Meaning)
 			}
 			if _, err := ValidateDDPHeader(&u.DDP, rv); err != nil {
 				t.Errorf("ValidateDDPHeader(RV %d): %v", rv, err)
@@ -220,8 +193,8 @@ func checkVectorFile(t *testing.T, file string, rv uint8, want map[string]ULPDU)
 			if !bytes.Equal(enc, ulpdu) {
 				t.Errorf("re-encoded ULPDU differs\n got %x\nwant %x", enc, ulpdu)
 			}
-			if fr := buildFPDU(enc); !bytes.Equal(fr, row.frame) {
-				t.Errorf("re-framed FPDU differs\n got %x\nwant %x", fr, row.frame)
+			if fr := buildFPDU(enc); !bytes.Equal(fr, row.Bytes) {
+				t.Errorf("re-framed FPDU differs\n got %x\nwant %x", fr, row.Bytes)
 			}
 		})
 	}
@@ -239,10 +212,10 @@ func TestVectorsV2(t *testing.T) { checkVectorFile(t, "v2.tsv", RDMAPVersion2, w
 func TestVectorsTruncated(t *testing.T) {
 	for _, file := range []string{"fpdus.tsv", "v2.tsv"} {
 		for _, row := range loadVectors(t, file) {
-			if strings.HasPrefix(row.name, "mpa-") {
+			if row.MPA() {
 				continue
 			}
-			ulpdu := splitFPDU(t, row.name, row.frame)
+			ulpdu := splitFPDU(t, row.Name, row.Bytes)
 			u, err := ParseULPDU(ulpdu)
 			if err != nil {
 				t.Fatal(err)
@@ -259,7 +232,7 @@ func TestVectorsTruncated(t *testing.T) {
 					continue // a shorter Terminate, with fewer headers attached
 				}
 				if _, err := ParseULPDU(ulpdu[:n]); err == nil {
-					t.Errorf("%s: %d-byte prefix parsed without error", row.name, n)
+					t.Errorf("%s: %d-byte prefix parsed without error", row.Name, n)
 				}
 			}
 		}
