@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"encoding/hex"
 	"fmt"
 	"net/netip"
 	"os"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/goiwarp/iwarp/internal/capture"
 	"github.com/goiwarp/iwarp/internal/decode"
+	"github.com/goiwarp/iwarp/internal/vectors"
 	"github.com/goiwarp/iwarp/internal/wire"
 )
 
@@ -278,47 +278,23 @@ func TestDecodeMatchesTsharkOnCaptures(t *testing.T) {
 	}
 }
 
-// vectorRecords reads the direction and hex columns of a vector TSV.
-func vectorRecords(t *testing.T, file string) (recs []struct {
-	initiator bool
-	data      []byte
-}) {
+// vectorFrames reads a shared vector file of frames.
+func vectorFrames(t *testing.T, file string) []vectors.Frame {
 	t.Helper()
-	b, err := os.ReadFile(file)
+	fs, err := vectors.ReadFile(filepath.Join(sharedDir, "vectors", file))
 	if err != nil {
 		t.Fatal(err)
 	}
-	hexCol, dirCol := -1, -1
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if strings.HasPrefix(line, "#") || line == "" {
-			continue
-		}
-		cols := strings.Split(line, "\t")
-		if hexCol < 0 {
-			hexCol, dirCol = slices.Index(cols, "hex"), slices.Index(cols, "direction")
-			if hexCol < 0 {
-				return nil
-			}
-			continue
-		}
-		data, err := hex.DecodeString(cols[hexCol])
-		if err != nil {
-			t.Fatalf("%s: %v", file, err)
-		}
-		recs = append(recs, struct {
-			initiator bool
-			data      []byte
-		}{cols[dirCol] == "I->R", data})
-	}
-	return recs
+	return fs
 }
 
 // writeVectorPcap synthesizes a capture of a vector file's connection:
 // Ethernet, IPv4 or IPv6, TCP segments of at most mss bytes, and with
-// retransmit every segment sent twice plus an overlapping resend.
+// retransmit every segment sent twice plus an overlapping resend. file is
+// the name of one of vectors.FrameFiles.
 func writeVectorPcap(t *testing.T, file, out string, v6, retransmit bool, mss int) {
 	t.Helper()
-	recs := vectorRecords(t, file)
+	recs := vectorFrames(t, file)
 	var buf bytes.Buffer
 	w, err := capture.NewPcapWriter(&buf, capture.LinkEthernet)
 	if err != nil {
@@ -340,15 +316,15 @@ func writeVectorPcap(t *testing.T, file, out string, v6, retransmit bool, mss in
 	var sent [2]int
 	for _, r := range recs {
 		side := 1
-		if r.initiator {
+		if r.Initiator() {
 			side = 0
 		}
-		must(fl.Send(side, r.data))
-		if retransmit && len(r.data) > 4 {
-			must(fl.Resend(side, sent[side], len(r.data)))
-			must(fl.Resend(side, sent[side]+len(r.data)/2, len(r.data)-len(r.data)/2))
+		must(fl.Send(side, r.Bytes))
+		if retransmit && len(r.Bytes) > 4 {
+			must(fl.Resend(side, sent[side], len(r.Bytes)))
+			must(fl.Resend(side, sent[side]+len(r.Bytes)/2, len(r.Bytes)-len(r.Bytes)/2))
 		}
-		sent[side] += len(r.data)
+		sent[side] += len(r.Bytes)
 	}
 	must(fl.Close())
 	must(os.WriteFile(out, buf.Bytes(), 0o644))
@@ -356,12 +332,8 @@ func writeVectorPcap(t *testing.T, file, out string, v6, retransmit bool, mss in
 
 func TestDecodeMatchesTsharkOnVectorCaptures(t *testing.T) {
 	tshark := needTshark(t)
-	files, _ := filepath.Glob(filepath.Join(sharedDir, "vectors/*.tsv"))
 	dir := t.TempDir()
-	for _, f := range files {
-		if vectorRecords(t, f) == nil {
-			continue // no frames (atomics.tsv)
-		}
+	for _, f := range vectors.FrameFiles {
 		for _, variant := range []struct {
 			name     string
 			v6, retx bool
@@ -373,12 +345,12 @@ func TestDecodeMatchesTsharkOnVectorCaptures(t *testing.T) {
 			{"ipv4-retransmit", false, true, 1460},
 			{"ipv6-retransmit", true, true, 1460},
 		} {
-			name := strings.TrimSuffix(filepath.Base(f), ".tsv") + "-" + variant.name
+			name := strings.TrimSuffix(f, ".tsv") + "-" + variant.name
 			t.Run(name, func(t *testing.T) {
 				out := filepath.Join(dir, name+".pcap")
 				writeVectorPcap(t, f, out, variant.v6, variant.retx, variant.mss)
 				n := compareWithTshark(t, tshark, out)
-				if want := len(vectorRecords(t, f)) - 2; n != want {
+				if want := len(vectorFrames(t, f)) - 2; n != want {
 					t.Errorf("%d FPDUs compared, want %d (every vector record but the MPA frames)", n, want)
 				}
 			})
@@ -390,13 +362,9 @@ func TestDecodeMatchesTsharkOnVectorCaptures(t *testing.T) {
 // synthesized captures decode to the same FPDUs as the vector files read
 // directly, whatever the segmentation, IP version and retransmissions.
 func TestVectorCapturesDecodeLikeVectors(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join(sharedDir, "vectors/*.tsv"))
 	dir := t.TempDir()
-	for _, f := range files {
-		if vectorRecords(t, f) == nil {
-			continue
-		}
-		direct, err := os.ReadFile(f)
+	for _, f := range vectors.FrameFiles {
+		direct, err := os.ReadFile(filepath.Join(sharedDir, "vectors", f))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -415,7 +383,7 @@ func TestVectorCapturesDecodeLikeVectors(t *testing.T) {
 				}
 				got := fpduSummary(decode.DecodeConn(a.Conns()[0], decode.Options{}))
 				if !slices.Equal(got, want) {
-					t.Errorf("%s v6=%v retransmit=%v:\n got %q\nwant %q", filepath.Base(f), v6, retx, got, want)
+					t.Errorf("%s v6=%v retransmit=%v:\n got %q\nwant %q", f, v6, retx, got, want)
 				}
 			}
 		}

@@ -17,7 +17,7 @@ import (
 // render, and every FPDU decoded without error must re-encode to the same
 // ULPDU bytes (parse -> encode round trip). Seeds are the vector streams.
 func FuzzDecodeStream(f *testing.F) {
-	for _, name := range []string{"fpdus.tsv", "v2.tsv", "markers.tsv"} {
+	for _, name := range vectors.FrameFiles {
 		fs, err := vectors.ReadFile(vectorDir + name)
 		if err != nil {
 			f.Fatal(err)

@@ -16,6 +16,11 @@ import (
 	"strings"
 )
 
+// FrameFiles are the vector files whose rows are frames, in the shared
+// vectors directory (the other file, atomics.tsv, holds masked atomic
+// results, not frames).
+var FrameFiles = []string{"fpdus.tsv", "v2.tsv", "markers.tsv"}
+
 // Frame is one row of a vector file.
 type Frame struct {
 	Name      string // unique row name; MPA frames are named "mpa-..."

@@ -2,6 +2,8 @@ package vectors
 
 import (
 	"bytes"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -40,10 +42,21 @@ func TestParseRejects(t *testing.T) {
 }
 
 // TestSharedFiles reads every shared vector file of frames: each must
-// parse and start with the MPA Request and Reply.
+// parse and start with the MPA Request and Reply; and FrameFiles must name
+// every vector file but atomics.tsv, so no new file goes unread.
 func TestSharedFiles(t *testing.T) {
-	for _, file := range []string{"fpdus.tsv", "v2.tsv", "markers.tsv"} {
-		fs, err := ReadFile("../../../shared/vectors/" + file)
+	const dir = "../../../shared/vectors/"
+	all, err := filepath.Glob(dir + "*.tsv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range all {
+		if b := filepath.Base(f); b != "atomics.tsv" && !slices.Contains(FrameFiles, b) {
+			t.Errorf("%s is not in FrameFiles", b)
+		}
+	}
+	for _, file := range FrameFiles {
+		fs, err := ReadFile(dir + file)
 		if err != nil {
 			t.Fatalf("%s: %v", file, err)
 		}
