@@ -178,18 +178,25 @@ func (w *Writer) flushCRC() {
 	}
 }
 
+// nextPiece returns the longest prefix of b that fits before the next
+// marker, appending the marker first when one is due now.
+func (w *Writer) nextPiece(b []byte) []byte {
+	if !w.m.on {
+		return b
+	}
+	if w.m.due() {
+		w.emitMarker()
+	}
+	if r := w.m.room(); uint64(len(b)) > r {
+		return b[:r]
+	}
+	return b
+}
+
 // emitCopy appends b to the stream through the arena, inserting markers.
 func (w *Writer) emitCopy(b []byte) {
 	for len(b) > 0 {
-		q := b
-		if w.m.on {
-			if w.m.due() {
-				w.emitMarker()
-			}
-			if r := w.m.room(); uint64(len(q)) > r {
-				q = q[:r]
-			}
-		}
+		q := w.nextPiece(b)
 		w.pushArena(q)
 		w.m.pos += uint64(len(q))
 		b = b[len(q):]
@@ -199,15 +206,7 @@ func (w *Writer) emitCopy(b []byte) {
 // emitRef appends payload b to the stream by reference, inserting markers.
 func (w *Writer) emitRef(b []byte) {
 	for len(b) > 0 {
-		q := b
-		if w.m.on {
-			if w.m.due() {
-				w.emitMarker()
-			}
-			if r := w.m.room(); uint64(len(q)) > r {
-				q = q[:r]
-			}
-		}
+		q := w.nextPiece(b)
 		w.iov = append(w.iov, q)
 		if w.crcOn {
 			w.flushCRC()
