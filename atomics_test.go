@@ -197,24 +197,35 @@ func (r *recorder) bytes() []byte {
 	return append([]byte(nil), r.out...)
 }
 
-// rfc7306Opcodes returns the RDMAP opcodes 0x8-0xB found in a recorded
-// Initiator stream (MPA Request, then FPDUs with CRC).
-func rfc7306Opcodes(t *testing.T, stream []byte) []byte {
+// recordedULPDUs returns the ULPDUs of a recorded Initiator stream (MPA
+// Request, then FPDUs with CRC).
+func recordedULPDUs(t *testing.T, stream []byte) [][]byte {
 	t.Helper()
 	if len(stream) < 20 {
 		t.Fatal("no MPA Request recorded")
 	}
 	off := 20 + int(binary.BigEndian.Uint16(stream[18:20]))
-	var found []byte
+	var out [][]byte
 	for off < len(stream) {
 		f, err := fpdu.DecodeFPDU(nil, stream[off:], 0, fpdu.Options{CRC: true})
 		if err != nil {
 			t.Fatalf("recorded stream at %d: %v", off, err)
 		}
-		if op := f.ULPDU[1] & 0x0f; op >= 8 && op <= 0xB {
+		out = append(out, f.ULPDU)
+		off += f.Size
+	}
+	return out
+}
+
+// rfc7306Opcodes returns the RDMAP opcodes 0x8-0xB found in a recorded
+// Initiator stream.
+func rfc7306Opcodes(t *testing.T, stream []byte) []byte {
+	t.Helper()
+	var found []byte
+	for _, u := range recordedULPDUs(t, stream) {
+		if op := u[1] & 0x0f; op >= 8 && op <= 0xB {
 			found = append(found, op)
 		}
-		off += f.Size
 	}
 	return found
 }

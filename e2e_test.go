@@ -191,23 +191,8 @@ func TestPublicAPITerminate(t *testing.T) {
 	if err := a.qp.PostSend(iwarp.SendWR{ID: 1, Op: iwarp.OpWrite, Flags: iwarp.Signaled, SGL: []iwarp.SGE{mr.SGE(0, 64)}, Remote: bogus}); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-b.qp.Done():
-	case <-ctx.Done():
-		t.Fatal("responder did not tear down")
-	}
-	var te *iwarp.TerminateError
-	if err := b.qp.Err(); !errors.As(err, &te) || !te.Sent || te.Code != iwarp.TermDDPInvalidSTag {
-		t.Fatalf("responder error %v", err)
-	}
-	select {
-	case <-a.qp.Done():
-	case <-ctx.Done():
-		t.Fatal("requester did not tear down")
-	}
-	if err := a.qp.Err(); !errors.As(err, &te) || te.Sent || te.Code != iwarp.TermDDPInvalidSTag || !errors.Is(err, iwarp.ErrTerminated) {
-		t.Fatalf("requester error %v", err)
-	}
+	wantTerminated(t, ctx, b, true, iwarp.TermDDPInvalidSTag)
+	wantTerminated(t, ctx, a, false, iwarp.TermDDPInvalidSTag)
 }
 
 func TestEvents(t *testing.T) {
@@ -265,5 +250,20 @@ func TestCallerSuppliedTransport(t *testing.T) {
 		// no receive posted at b: the Send is fatal there, which proves the
 		// bytes went through the supplied transport
 		<-b.qp.Done()
+	}
+}
+
+// wantTerminated waits until ep's QP is torn down and checks that it ended
+// with a Terminate carrying code, which ep sent (sent) or received.
+func wantTerminated(t *testing.T, ctx context.Context, ep *endpoint, sent bool, code iwarp.TermCode) {
+	t.Helper()
+	select {
+	case <-ep.qp.Done():
+	case <-ctx.Done():
+		t.Fatalf("QP not torn down (waiting for Terminate %v, sent %v)", code, sent)
+	}
+	var te *iwarp.TerminateError
+	if err := ep.qp.Err(); !errors.As(err, &te) || te.Sent != sent || te.Code != code || !errors.Is(err, iwarp.ErrTerminated) {
+		t.Fatalf("QP error %v, want Terminate %v (sent %v)", err, code, sent)
 	}
 }

@@ -53,15 +53,7 @@ func TestSendWithInvalidateRefused(t *testing.T) {
 	if err := a.qp.PostSend(iwarp.SendWR{ID: 2, Op: iwarp.OpSendInvalidate, InvalidateSTag: plain.STag()}); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-b.qp.Done():
-	case <-ctx.Done():
-		t.Fatal("not terminated")
-	}
-	var te *iwarp.TerminateError
-	if !errors.As(b.qp.Err(), &te) || !te.Sent || te.Code != iwarp.TermRDMAPProtInvalidate {
-		t.Fatalf("receiver error %v", b.qp.Err())
-	}
+	wantTerminated(t, ctx, b, true, iwarp.TermRDMAPProtInvalidate)
 	if !plain.Valid() {
 		t.Fatal("a refused invalidation invalidated the STag")
 	}

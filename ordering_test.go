@@ -10,7 +10,6 @@ package iwarp_test
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"slices"
 	"testing"
 
@@ -333,20 +332,8 @@ func TestWriteWithImmediateNoReceiveIsFatal(t *testing.T) {
 		SGL: []iwarp.SGE{smr.SGE(0, len(src))}, Remote: dmr.Remote(), Immediate: 77}); err != nil {
 		t.Fatal(err)
 	}
-	for _, ep := range []*endpoint{a, b} {
-		select {
-		case <-ep.qp.Done():
-		case <-ctx.Done():
-			t.Fatal("QP not torn down")
-		}
-	}
-	var te *iwarp.TerminateError
-	if !errors.As(b.qp.Err(), &te) || !te.Sent || te.Code != iwarp.TermDDPNoBuffer {
-		t.Fatalf("receiver error %v", b.qp.Err())
-	}
-	if !errors.As(a.qp.Err(), &te) || te.Sent || te.Code != iwarp.TermDDPNoBuffer {
-		t.Fatalf("sender error %v", a.qp.Err())
-	}
+	wantTerminated(t, ctx, b, true, iwarp.TermDDPNoBuffer)
+	wantTerminated(t, ctx, a, false, iwarp.TermDDPNoBuffer)
 	// The receiver's teardown ran on its receive goroutine after the
 	// placement, and Done was closed after it: the bytes may be read now.
 	if !bytes.Equal(dst, src) {

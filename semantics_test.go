@@ -99,15 +99,7 @@ func TestSemanticsSendCompletionIsLocal(t *testing.T) {
 	if err := a.qp.Write(ctx, bogus, smr.SGE(0, 64)); err != nil {
 		t.Fatalf("the Write completed with %v; on iWARP it completes when handed to TCP", err)
 	}
-	select {
-	case <-a.qp.Done():
-	case <-ctx.Done():
-		t.Fatal("the peer's Terminate never arrived")
-	}
-	var te *iwarp.TerminateError
-	if !errors.As(a.qp.Err(), &te) || te.Sent || te.Code != iwarp.TermDDPInvalidSTag {
-		t.Fatalf("QP error %v", a.qp.Err())
-	}
+	wantTerminated(t, ctx, a, false, iwarp.TermDDPInvalidSTag)
 }
 
 // Rule 3b: the idiom for remote completion: a Read after Writes completes
@@ -141,20 +133,8 @@ func TestSemanticsSendWithoutReceiveIsFatal(t *testing.T) {
 	if err := a.qp.Send(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for _, ep := range []*endpoint{a, b} {
-		select {
-		case <-ep.qp.Done():
-		case <-ctx.Done():
-			t.Fatal("QP not torn down")
-		}
-	}
-	var te *iwarp.TerminateError
-	if !errors.As(b.qp.Err(), &te) || !te.Sent || te.Code != iwarp.TermDDPNoBuffer {
-		t.Fatalf("receiver error %v", b.qp.Err())
-	}
-	if !errors.As(a.qp.Err(), &te) || te.Sent || te.Code != iwarp.TermDDPNoBuffer {
-		t.Fatalf("sender error %v", a.qp.Err())
-	}
+	wantTerminated(t, ctx, b, true, iwarp.TermDDPNoBuffer)
+	wantTerminated(t, ctx, a, false, iwarp.TermDDPNoBuffer)
 }
 
 // Rule 5: a blocking call whose context ends returns ctx's error at once;

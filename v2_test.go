@@ -93,17 +93,11 @@ func TestReadV2(t *testing.T) {
 // stream.
 func rv2Frames(t *testing.T, stream []byte) int {
 	t.Helper()
-	off := 20 + (int(stream[18])<<8 | int(stream[19]))
 	n := 0
-	for off < len(stream) {
-		f, err := fpdu.DecodeFPDU(nil, stream[off:], 0, fpdu.Options{CRC: true})
-		if err != nil {
-			t.Fatalf("recorded stream at %d: %v", off, err)
-		}
-		if f.ULPDU[1]>>6 == 2 {
+	for _, u := range recordedULPDUs(t, stream) {
+		if u[1]>>6 == 2 {
 			n++
 		}
-		off += f.Size
 	}
 	return n
 }
