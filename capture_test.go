@@ -49,20 +49,8 @@ func captureSession(t *testing.T, network, addr string, mss int) (clientFile, se
 	a, b := newEndpoint(t), newEndpoint(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	errc := make(chan error, 1)
-	go func() {
-		req, err := ln.Accept(ctx)
-		if err != nil {
-			errc <- err
-			return
-		}
-		errc <- req.Accept(ctx, b.qp, nil)
-	}()
-	if err := a.qp.Connect(ctx, "tcp", raw.Addr().String(), &iwarp.ConnOptions{Dialer: cc.Dialer(nil)}); err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	if err := <-errc; err != nil {
-		t.Fatalf("accept: %v", err)
+	if cerr, aerr := dialAccept(ctx, ln, "tcp", raw.Addr().String(), a.qp, b.qp, &iwarp.ConnOptions{Dialer: cc.Dialer(nil)}, nil); cerr != nil || aerr != nil {
+		t.Fatalf("connect: %v, accept: %v", cerr, aerr)
 	}
 
 	// Send of 3000 bytes: more than one 1460-byte segment.

@@ -40,19 +40,8 @@ func TestEventChannelSolicited(t *testing.T) {
 			}
 		}
 		c := newEndpoint(t)
-		errc := make(chan error, 1)
-		go func() {
-			req, err := ln.Accept(ctx)
-			if err == nil {
-				err = req.Accept(ctx, s.qp, nil)
-			}
-			errc <- err
-		}()
-		if err := c.qp.Connect(ctx, "tcp", ln.Addr().String(), nil); err != nil {
-			t.Fatal(err)
-		}
-		if err := <-errc; err != nil {
-			t.Fatal(err)
+		if cerr, aerr := dialAccept(ctx, ln, "tcp", ln.Addr().String(), c.qp, s.qp, nil, nil); cerr != nil || aerr != nil {
+			t.Fatalf("connect: %v, accept: %v", cerr, aerr)
 		}
 		t.Cleanup(func() { c.qp.Close(); s.qp.Close() })
 		servers, clients = append(servers, s), append(clients, c)

@@ -54,26 +54,31 @@ func connect(t testing.TB, a, b *endpoint, client, server *iwarp.ConnOptions) (*
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	errc := make(chan error, 1)
-	go func() {
-		req, err := ln.Accept(ctx)
-		if err != nil {
-			errc <- err
-			return
-		}
-		errc <- req.Accept(ctx, b.qp, server)
-	}()
-	if err := a.qp.Connect(ctx, "tcp", ln.Addr().String(), client); err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	if err := <-errc; err != nil {
-		t.Fatalf("accept: %v", err)
+	cerr, aerr := dialAccept(ctx, ln, "tcp", ln.Addr().String(), a.qp, b.qp, client, server)
+	if cerr != nil || aerr != nil {
+		t.Fatalf("connect: %v, accept: %v", cerr, aerr)
 	}
 	t.Cleanup(func() {
 		a.qp.Close()
 		b.qp.Close()
 	})
 	return a, b
+}
+
+// dialAccept connects a (Initiator) to b (Responder): a dials addr over
+// network while b accepts the first connection request of ln. It returns
+// both sides' errors.
+func dialAccept(ctx context.Context, ln *iwarp.Listener, network, addr string, a, b *iwarp.QP, client, server *iwarp.ConnOptions) (connectErr, acceptErr error) {
+	errc := make(chan error, 1)
+	go func() {
+		req, err := ln.Accept(ctx)
+		if err == nil {
+			err = req.Accept(ctx, b, server)
+		}
+		errc <- err
+	}()
+	connectErr = a.Connect(ctx, network, addr, client)
+	return connectErr, <-errc
 }
 
 func TestPublicAPIOperations(t *testing.T) {
@@ -229,19 +234,14 @@ func TestCallerSuppliedTransport(t *testing.T) {
 	a, b := newEndpoint(t), newEndpoint(t)
 	defer a.qp.Close()
 	defer b.qp.Close()
-	go func() {
-		if req, err := ln.Accept(ctx); err == nil {
-			_ = req.Accept(ctx, b.qp, nil)
-		}
-	}()
 	dials := 0
 	opts := &iwarp.ConnOptions{Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		dials++
 		var d net.Dialer
 		return d.DialContext(ctx, network, addr)
 	}}
-	if err := a.qp.Connect(ctx, "tcp", raw.Addr().String(), opts); err != nil {
-		t.Fatal(err)
+	if cerr, aerr := dialAccept(ctx, ln, "tcp", raw.Addr().String(), a.qp, b.qp, opts, nil); cerr != nil || aerr != nil {
+		t.Fatalf("connect: %v, accept: %v", cerr, aerr)
 	}
 	if dials != 1 {
 		t.Fatalf("dialer used %d times", dials)

@@ -35,14 +35,9 @@ func TestIPv6AndDualStack(t *testing.T) {
 			a, b := newEndpoint(t), newEndpoint(t)
 			defer a.qp.Close()
 			defer b.qp.Close()
-			go func() {
-				if req, err := ln.Accept(ctx); err == nil {
-					_ = req.Accept(ctx, b.qp, nil)
-				}
-			}()
 			_, port, _ := net.SplitHostPort(ln.Addr().String())
-			if err := a.qp.Connect(ctx, c.network, net.JoinHostPort(c.dialHost, port), nil); err != nil {
-				t.Fatal(err)
+			if cerr, aerr := dialAccept(ctx, ln, c.network, net.JoinHostPort(c.dialHost, port), a.qp, b.qp, nil, nil); cerr != nil || aerr != nil {
+				t.Fatalf("connect: %v, accept: %v", cerr, aerr)
 			}
 			if peer := a.qp.Attributes().PeerAddr; strings.Contains(c.dialHost, ":") != strings.Contains(peer, "[") {
 				t.Fatalf("peer address %s for a dial to %s", peer, c.dialHost)

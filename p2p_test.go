@@ -26,16 +26,8 @@ func TestP2PMatrix(t *testing.T) {
 				a, b := newEndpoint(t), newEndpoint(t)
 				defer a.qp.Close()
 				defer b.qp.Close()
-				errc := make(chan error, 1)
-				go func() {
-					req, err := ln.Accept(ctx)
-					if err == nil {
-						err = req.Accept(ctx, b.qp, &iwarp.ConnOptions{RTR: accept})
-					}
-					errc <- err
-				}()
-				err = a.qp.Connect(ctx, "tcp", ln.Addr().String(), &iwarp.ConnOptions{RTR: offer})
-				serr := <-errc
+				err, serr := dialAccept(ctx, ln, "tcp", ln.Addr().String(), a.qp, b.qp,
+					&iwarp.ConnOptions{RTR: offer}, &iwarp.ConnOptions{RTR: accept})
 				if offer != accept {
 					if err == nil && serr == nil {
 						t.Fatalf("connected without a common RTR type (%v)", a.qp.Attributes().RTR)
