@@ -1,18 +1,15 @@
 package engine
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"os"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"unsafe"
 
 	"github.com/goiwarp/iwarp/internal/mem"
+	"github.com/goiwarp/iwarp/internal/vectors"
 	"github.com/goiwarp/iwarp/internal/wire"
 )
 
@@ -31,34 +28,25 @@ func atomicTarget(t *testing.T, s *side, words int) (*mem.Region, []uint64) {
 // TestAtomicsVectorsRemote runs every row of shared/vectors/atomics.tsv as a
 // remote atomic over loopback: returned original and final memory match.
 func TestAtomicsVectorsRemote(t *testing.T) {
-	f, err := os.Open("../../../shared/vectors/atomics.tsv")
+	rows, err := vectors.ReadAtomics("../../../shared/vectors/" + vectors.AtomicsFile)
 	if err != nil {
-		t.Skipf("shared vectors not available: %v", err)
+		t.Fatal(err)
 	}
-	defer f.Close()
+	if len(rows) < 90 {
+		t.Fatalf("only %d rows", len(rows))
+	}
 	o := pairOpts{crc: true, ord: 4, ird: 4, ext: true, depth: 8}
 	var target *mem.Region
 	var words []uint64
 	a, _, _ := startedPair(t, o, func(a, b *side) { target, words = atomicTarget(t, b, 4) })
 	res, _, _ := a.register(t, 8, mem.AccessLocalWrite)
-	rows := 0
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, "op\t") {
-			continue
-		}
-		c := strings.Split(line, "\t")
-		v := make([]uint64, 6)
-		for i := range v {
-			v[i], _ = strconv.ParseUint(c[i+1], 16, 64)
-		}
-		slot := rows % 4
-		atomic.StoreUint64(&words[slot], v[0]) // atomics never race with atomics
-		wr := SendWR{ID: uint64(rows), Flags: Signaled, SGL: []SGE{{Region: res, Len: 8}},
-			RemoteSTag: uint32(target.STag()), RemoteTO: target.Base() + uint64(8*slot), Data: v[1], Mask: v[2]}
-		if c[0] == "cmpswap" {
-			wr.Op, wr.Compare, wr.CompareMask = OpCmpSwap, v[3], v[4]
+	for i, v := range rows {
+		slot := i % 4
+		atomic.StoreUint64(&words[slot], v.Original) // atomics never race with atomics
+		wr := SendWR{ID: uint64(i), Flags: Signaled, SGL: []SGE{{Region: res, Len: 8}},
+			RemoteSTag: uint32(target.STag()), RemoteTO: target.Base() + uint64(8*slot), Data: v.Data, Mask: v.Mask}
+		if v.Op == "cmpswap" {
+			wr.Op, wr.Compare, wr.CompareMask = OpCmpSwap, v.Compare, v.CompareMask
 		} else {
 			wr.Op = OpFetchAdd
 		}
@@ -66,19 +54,15 @@ func TestAtomicsVectorsRemote(t *testing.T) {
 			t.Fatal(err)
 		}
 		cqe := waitCQE(t, a.scq)
-		if cqe.Status != StatusSuccess || cqe.Original != v[0] {
-			t.Fatalf("%s: completion %+v, want original %x", line, cqe, v[0])
+		if cqe.Status != StatusSuccess || cqe.Original != v.Original {
+			t.Fatalf("%+v: completion %+v", v, cqe)
 		}
-		if got := binary.NativeEndian.Uint64(res.Bytes()); got != v[0] {
-			t.Fatalf("%s: result buffer %x", line, got)
+		if got := binary.NativeEndian.Uint64(res.Bytes()); got != v.Original {
+			t.Fatalf("%+v: result buffer %x", v, got)
 		}
-		if got := atomic.LoadUint64(&words[slot]); got != v[5] {
-			t.Fatalf("%s: target holds %x, want %x", line, got, v[5])
+		if got := atomic.LoadUint64(&words[slot]); got != v.Result {
+			t.Fatalf("%+v: target holds %x", v, got)
 		}
-		rows++
-	}
-	if rows < 90 {
-		t.Fatalf("only %d rows", rows)
 	}
 }
 

@@ -1,13 +1,11 @@
 package mem
 
 import (
-	"bufio"
 	"math/rand/v2"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
+
+	"github.com/goiwarp/iwarp/internal/vectors"
 )
 
 // rfcFetchAdd is a literal transcription of the pseudo-code of RFC 7306
@@ -45,47 +43,26 @@ func rfcCmpSwap(original, swapData, swapMask, compareData, compareMask uint64) u
 	return original
 }
 
-func hex64(t *testing.T, s string) uint64 {
-	t.Helper()
-	v, err := strconv.ParseUint(s, 16, 64)
-	if err != nil {
-		t.Fatalf("bad hex %q: %v", s, err)
-	}
-	return v
-}
-
 // TestAtomicsVectors runs every row of shared/vectors/atomics.tsv through
 // the masked operations and the RFC transcription.
 func TestAtomicsVectors(t *testing.T) {
-	f, err := os.Open("../../../shared/vectors/atomics.tsv")
+	rows, err := vectors.ReadAtomics("../../../shared/vectors/" + vectors.AtomicsFile)
 	if err != nil {
-		t.Skipf("shared vectors not available: %v", err)
+		t.Fatal(err)
 	}
-	defer f.Close()
-	rows := 0
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, "op\t") {
-			continue
-		}
-		c := strings.Split(line, "\t")
-		if len(c) != 7 {
-			t.Fatalf("bad row %q", line)
-		}
-		orig, data, mask := hex64(t, c[1]), hex64(t, c[2]), hex64(t, c[3])
-		cmp, cmpMask, want := hex64(t, c[4]), hex64(t, c[5]), hex64(t, c[6])
+	if len(rows) < 90 {
+		t.Fatalf("only %d vector rows read", len(rows))
+	}
+	for _, v := range rows {
+		orig, data, mask, cmp, cmpMask, want := v.Original, v.Data, v.Mask, v.Compare, v.CompareMask, v.Result
 		var got, oracle uint64
-		switch c[0] {
-		case "fetchadd":
+		if v.Op == "fetchadd" {
 			got, oracle = FetchAddMasked(orig, data, mask), rfcFetchAdd(orig, data, mask)
-		case "cmpswap":
+		} else {
 			got, oracle = CmpSwapMasked(orig, cmp, cmpMask, data, mask), rfcCmpSwap(orig, data, mask, cmp, cmpMask)
-		default:
-			t.Fatalf("unknown op %q", c[0])
 		}
 		if got != want || oracle != want {
-			t.Errorf("%s: got %016x, RFC transcription %016x, vector %016x", line, got, oracle, want)
+			t.Errorf("%+v: got %016x, RFC transcription %016x", v, got, oracle)
 		}
 		// And through a registered region, as a remote atomic runs.
 		buf := make([]uint64, 1)
@@ -96,18 +73,14 @@ func TestAtomicsVectors(t *testing.T) {
 		}
 		buf[0] = orig
 		var ret uint64
-		if c[0] == "fetchadd" {
+		if v.Op == "fetchadd" {
 			ret = r.AtomicFetchAdd(0x1000, data, mask)
 		} else {
 			ret = r.AtomicCmpSwap(0x1000, cmp, cmpMask, data, mask)
 		}
 		if ret != orig || buf[0] != want {
-			t.Errorf("%s: region returned %016x holds %016x", line, ret, buf[0])
+			t.Errorf("%+v: region returned %016x holds %016x", v, ret, buf[0])
 		}
-		rows++
-	}
-	if rows < 90 {
-		t.Fatalf("only %d vector rows read", rows)
 	}
 }
 

@@ -51,7 +51,7 @@ func TestSharedFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range all {
-		if b := filepath.Base(f); b != "atomics.tsv" && !slices.Contains(FrameFiles, b) {
+		if b := filepath.Base(f); b != AtomicsFile && !slices.Contains(FrameFiles, b) {
 			t.Errorf("%s is not in FrameFiles", b)
 		}
 	}
