@@ -3,11 +3,13 @@ package engine
 import (
 	"encoding/binary"
 	"net"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
 
 	"github.com/goiwarp/iwarp/internal/fpdu"
+	"github.com/goiwarp/iwarp/internal/leakcheck"
 	"github.com/goiwarp/iwarp/internal/mem"
 )
 
@@ -16,7 +18,7 @@ import (
 // The first input byte picks the variant (CRC, V2, RFC 7306). Whatever the
 // input, the QP must not panic, must tear down within a bounded time once
 // the stream ends, must never write outside its registered regions (the
-// canaries around them stay intact), and must flush every posted WR.
+// canaries around them stay intact), and must flush every posted WR, and must leave no goroutine of its own running.
 func FuzzEngineReceive(f *testing.F) {
 	frame := func(u []byte) []byte { // an FPDU without CRC
 		b := binary.BigEndian.AppendUint16(nil, uint16(len(u)))
@@ -126,5 +128,10 @@ func fuzzOnce(t *testing.T, variant byte, stream []byte) {
 	var out [4]CQE
 	if n := rcq.Poll(out[:]); n != 2 {
 		t.Fatalf("%d receive completions, want 2", n)
+	}
+	// Every goroutine the QP started has exited (inputs run one at a time
+	// in a fuzz worker, so any engine goroutine left is this input's).
+	if bad := leakcheck.Leaked(2*time.Second, "iwarp/internal/engine.(*QP)"); len(bad) > 0 {
+		t.Fatalf("%d QP goroutines still running after teardown:\n%s", len(bad), strings.Join(bad, "\n\n"))
 	}
 }
