@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// perfExtra is a measurement reported without a target.
+type perfExtra struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// allocTarget runs every operation, bandwidth and latency, briefly and
+// reports the most heap allocations per operation seen in either process.
+func (v *vsTCP) allocTarget(ctx context.Context) (targetVerdict, error) {
+	t := targetVerdict{Name: "allocations per operation, every operation", Goal: "0 (< 0.01 measured)", Unit: "allocs/op"}
+	ops, _ := parsePerfOps("all")
+	worst := ""
+	cfg := v.with(false, 32, 1)
+	cfg.duration = max(v.cfg.duration2/4, time.Millisecond)
+	for _, op := range ops {
+		for _, mode := range []string{"bw", "lat"} {
+			var r perfResult
+			var err error
+			if mode == "bw" {
+				r, err = v.ep.runBW(ctx, op, 4096, cfg, v.prog)
+			} else {
+				r, err = v.ep.runLat(ctx, op, 4096, cfg, v.prog, v.samples)
+			}
+			if err != nil {
+				return t, fmt.Errorf("%v %s: %w", op, mode, err)
+			}
+			v.run.Results = append(v.run.Results, r)
+			a := max(r.ClientAllocsPerOp, r.ServerAllocsPerOp)
+			t.Values = append(t.Values, a)
+			fmt.Fprintf(v.w, "  %-14s %-9s %-3s client %.4f server %.4f allocs/op (%d ops)\n", "allocs", op, mode, r.ClientAllocsPerOp, r.ServerAllocsPerOp, r.Ops)
+			if a >= t.Value {
+				t.Value, worst = a, fmt.Sprintf("worst: %v %s", op, mode)
+			}
+		}
+	}
+	t.Ours = worst
+	t.Verdict = "PASS"
+	if t.Value >= 0.01 {
+		t.Verdict = "FAIL"
+	}
+	return t, nil
+}
+
+// idleTarget connects cfg.idleQPs idle QPs (their peers in the server
+// process) and reports the resident memory growth per QP of both
+// processes after garbage collection, and the connection rate.
+func (v *vsTCP) idleTarget(ctx context.Context) (targetVerdict, []perfExtra, error) {
+	n := v.cfg.idleQPs
+	t := targetVerdict{Name: fmt.Sprintf("memory per idle QP (%d QPs)", n), Goal: "<= 64 KiB", Unit: "KiB/QP"}
+	srvBefore, err := v.ep.stat(ctx)
+	if err != nil {
+		return t, nil, err
+	}
+	before := takeSnapshot(true)
+	conns := make([]*perfConn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.close()
+		}
+	}()
+	start := time.Now()
+	for range n {
+		c, err := v.ep.dial(ctx, perfDesc{op: perfIdle, batch: 1, flags: perfFlagCRC}, 0, 64, 64)
+		if err != nil {
+			return t, nil, fmt.Errorf("after %d QPs: %w", len(conns), err)
+		}
+		conns = append(conns, c)
+	}
+	setup := time.Since(start)
+	time.Sleep(100 * time.Millisecond) // let the server finish its side
+	after := takeSnapshot(true)
+	srvAfter, err := v.ep.stat(ctx)
+	if err != nil {
+		return t, nil, err
+	}
+	perQP := func(a, b sysSnapshot) float64 { return (float64(b.rss) - float64(a.rss)) / float64(n) / 1024 }
+	client, server := perQP(before, after), perQP(srvBefore, srvAfter)
+	t.Value = client
+	t.Values = []float64{client}
+	t.Ours = fmt.Sprintf("client %.1f KiB", client)
+	t.Raw = fmt.Sprintf("server %.1f KiB", server)
+	t.Verdict = "PASS"
+	if max(client, server) > 64 {
+		t.Verdict = "FAIL"
+	}
+	t.Value = max(client, server)
+	extra := []perfExtra{
+		{"connections set up per second", fmt.Sprintf("%.0f/s (%d sequential Connect+Accept, MPA, CRC asked, P2P)", float64(n)/setup.Seconds(), n)},
+		{"RSS per idle QP", fmt.Sprintf("client %.1f KiB, server %.1f KiB (after GC, goroutine stacks included)", client, server)},
+	}
+	fmt.Fprintf(v.w, "  %-14s %d QPs: client %.1f KiB/QP, server %.1f KiB/QP, %.0f connections/s\n", "idle", n, client, server, float64(n)/setup.Seconds())
+	return t, extra, nil
+}
+
+// extras reports CPU per GB from the pairs already run, and latency under
+// load.
+func (v *vsTCP) extras(ctx context.Context) ([]perfExtra, error) {
+	var out []perfExtra
+	cpu := func(name, op, transport string, crc bool) []float64 {
+		var x []float64
+		for _, r := range v.run.Results {
+			if r.Op == op && r.Transport == transport && r.Size == 1<<20 && r.Mode == "bw" && r.QPs == 1 && (transport == "tcp" || r.CRC == crc) {
+				x = append(x, r.CPUSecPerGB)
+			}
+		}
+		return x
+	}
+	for _, c := range []struct {
+		name, op, tcpOp string
+		crc             bool
+	}{{"write 1 MiB, CRC off", "write", "stream", false}, {"write 1 MiB, CRC on", "write", "stream", true}, {"read 1 MiB, CRC off", "read", "stream-read", false}} {
+		o, r := cpu(c.name, c.op, "iwarp", c.crc), cpu(c.name, c.tcpOp, "tcp", false)
+		if len(o) == 0 || len(r) == 0 {
+			continue
+		}
+		mo, mr := median(o), median(r)
+		out = append(out, perfExtra{"CPU s/GB " + c.name, fmt.Sprintf("ours %.3f, raw TCP %.3f (both processes), ratio %.2fx", mo, mr, finite(mo/mr))})
+	}
+	// Latency under load: an 8-byte ping-pong while another connection
+	// streams 1 MiB messages, ours and raw.
+	loaded := func(load, lat func(context.Context) (perfResult, error)) (perfResult, error) {
+		var wg sync.WaitGroup
+		var lerr error
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, lerr = load(ctx)
+		}()
+		time.Sleep(v.cfg.duration2 / 10)
+		r, err := lat(ctx)
+		wg.Wait()
+		if err == nil {
+			err = lerr
+		}
+		return r, err
+	}
+	long := v.with(false, 4, 1)
+	long.duration = v.cfg.duration2 + v.cfg.duration2/5
+	quiet := &progress{}
+	ours, err := loaded(func(ctx context.Context) (perfResult, error) {
+		return v.ep.runBW(ctx, perfWrite, 1<<20, long, quiet)
+	}, func(ctx context.Context) (perfResult, error) {
+		return v.ep.runLat(ctx, perfWriteImm, 8, v.with(false, 1, 1), quiet, v.samples)
+	})
+	if err != nil {
+		return nil, err
+	}
+	raw, err := loaded(func(ctx context.Context) (perfResult, error) {
+		return v.ep.runTCPStream(ctx, 1<<20, false, long, quiet)
+	}, func(ctx context.Context) (perfResult, error) {
+		return v.ep.runTCPPingPong(ctx, 8, v.with(false, 1, 1), quiet, v.samples)
+	})
+	if err != nil {
+		return nil, err
+	}
+	ours.Op, raw.Op = ours.Op+"+load", raw.Op+"+load"
+	v.run.Results = append(v.run.Results, ours, raw)
+	out = append(out, perfExtra{"latency under load (8 B, 1 MiB stream beside)",
+		fmt.Sprintf("ours write-imm median %.1f us p99 %.1f us; raw TCP median %.1f us p99 %.1f us; ratio %.2fx / %.2fx",
+			ours.Lat.Median, ours.Lat.P99, raw.Lat.Median, raw.Lat.P99, finite(ours.Lat.Median/raw.Lat.Median), finite(ours.Lat.P99/raw.Lat.P99))})
+	for _, e := range out {
+		fmt.Fprintf(v.w, "  %-14s %s: %s\n", "extra", e.Name, e.Value)
+	}
+	return out, nil
+}

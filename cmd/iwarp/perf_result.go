@@ -1,0 +1,98 @@
+package main
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// perfResult is one measured test, as printed and as JSON.
+type perfResult struct {
+	Op        string  `json:"op"`
+	Mode      string  `json:"mode"`      // "bw" or "lat"
+	Transport string  `json:"transport"` // "iwarp" or "tcp"
+	CRC       bool    `json:"crc"`
+	Size      int     `json:"size"`
+	QPs       int     `json:"qps"`
+	Depth     int     `json:"depth"`
+	Ops       uint64  `json:"ops"`
+	Seconds   float64 `json:"seconds"`
+	MBps      float64 `json:"mb_per_s"`   // 10^6 bytes per second
+	MsgRate   float64 `json:"msgs_per_s"` // operations per second
+	// Lat holds the round-trip times of a latency test, in microseconds.
+	Lat *latStats `json:"latency_us,omitempty"`
+	// CPU seconds of both processes during the test, and per 10^9 bytes.
+	ClientCPU   float64 `json:"client_cpu_s"`
+	ServerCPU   float64 `json:"server_cpu_s"`
+	CPUSecPerGB float64 `json:"cpu_s_per_gb,omitempty"`
+	// Heap allocations per operation in each process (steady state: the
+	// client counts after a warm-up, the server from its accept).
+	ClientAllocsPerOp float64 `json:"client_allocs_per_op"`
+	ServerAllocsPerOp float64 `json:"server_allocs_per_op"`
+	ServerRecvs       uint64  `json:"server_recvs"`
+	SeqErrors         uint64  `json:"seq_errors"`
+}
+
+// latStats summarizes round-trip times (microseconds).
+type latStats struct {
+	Min    float64 `json:"min"`
+	Median float64 `json:"median"`
+	Avg    float64 `json:"avg"`
+	Stdev  float64 `json:"stdev"`
+	P99    float64 `json:"p99"`
+	P999   float64 `json:"p99_9"`
+	Max    float64 `json:"max"`
+}
+
+func (r *perfResult) setRates(d time.Duration) {
+	r.Seconds = d.Seconds()
+	if r.Seconds <= 0 {
+		return
+	}
+	r.MsgRate = float64(r.Ops) / r.Seconds
+	r.MBps = float64(r.Ops) * float64(r.Size) / r.Seconds / 1e6
+}
+
+// setCPU fills the CPU and allocation columns from the two processes'
+// counters before and after.
+func (r *perfResult) setCPU(before, after, srvBefore, srvAfter sysSnapshot) {
+	r.ClientCPU = float64(after.cpuNS-before.cpuNS) / 1e9
+	if srvAfter.cpuNS >= srvBefore.cpuNS {
+		r.ServerCPU = float64(srvAfter.cpuNS-srvBefore.cpuNS) / 1e9
+	}
+	if gb := float64(r.Ops) * float64(r.Size) / 1e9; gb > 0 {
+		r.CPUSecPerGB = (r.ClientCPU + r.ServerCPU) / gb
+	}
+	if r.Ops > 0 {
+		r.ClientAllocsPerOp = float64(after.mallocs-before.mallocs) / float64(r.Ops)
+		if srvAfter.mallocs >= srvBefore.mallocs {
+			r.ServerAllocsPerOp = float64(srvAfter.mallocs-srvBefore.mallocs) / float64(r.Ops)
+		}
+	}
+}
+
+// latencyStats sorts samples and summarizes them.
+func latencyStats(samples []time.Duration) *latStats {
+	if len(samples) == 0 {
+		return &latStats{}
+	}
+	slices.Sort(samples)
+	us := func(d time.Duration) float64 { return float64(d) / 1e3 }
+	var sum, sq float64
+	for _, s := range samples {
+		v := us(s)
+		sum += v
+		sq += v * v
+	}
+	n := float64(len(samples))
+	avg := sum / n
+	q := func(p float64) float64 {
+		i := int(math.Ceil(p*n)) - 1
+		return us(samples[min(max(i, 0), len(samples)-1)])
+	}
+	return &latStats{
+		Min: us(samples[0]), Median: q(0.5), Avg: avg,
+		Stdev: math.Sqrt(max(0, sq/n-avg*avg)),
+		P99:   q(0.99), P999: q(0.999), Max: us(samples[len(samples)-1]),
+	}
+}

@@ -1,0 +1,299 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+
+	"github.com/goiwarp/iwarp"
+)
+
+// perfServe is the server side of "iwarp perf": an iWARP listener on addr
+// and a raw TCP listener on the next port, serving each connection as its
+// descriptor asks, until ctx ends (or, as the all-in-one child, until its
+// standard input closes).
+func perfServe(ctx context.Context, addr string, stdout io.Writer, child bool) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	ln, err := iwarp.Listen("tcp", addr, &iwarp.ListenConfig{MaxPending: 1024})
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	tcpAddr := net.JoinHostPort(host, "0")
+	if p, _ := strconv.Atoi(port); p != 0 {
+		tcpAddr = net.JoinHostPort(host, strconv.Itoa(p+1))
+	}
+	tln, err := net.Listen("tcp", tcpAddr)
+	if err != nil {
+		return err
+	}
+	defer tln.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if child {
+		fmt.Fprintln(stdout, ln.Addr(), tln.Addr())
+		go func() {
+			_, _ = io.Copy(io.Discard, os.Stdin)
+			cancel()
+		}()
+	} else {
+		fmt.Fprintf(stdout, "iwarp perf server: iWARP on %v, raw TCP on %v\n", ln.Addr(), tln.Addr())
+	}
+	go func() {
+		<-ctx.Done()
+		tln.Close()
+	}()
+	go func() {
+		for {
+			c, err := tln.Accept()
+			if err != nil {
+				return
+			}
+			go serveRawTCP(c)
+		}
+	}()
+	dev := iwarp.NewDevice(nil)
+	pd, err := dev.AllocPD()
+	if err != nil {
+		return err
+	}
+	for {
+		req, err := ln.Accept(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		go func() {
+			if err := servePerfConn(ctx, pd, req); err != nil {
+				fmt.Fprintln(os.Stderr, "iwarp perf server:", err)
+			}
+		}()
+	}
+}
+
+// perfServerConn is the server's end of one test connection.
+type perfServerConn struct {
+	d      perfDesc
+	qp     *iwarp.QP
+	cq     *iwarp.CQ
+	data   *iwarp.MR // the target of one-sided operations, the source of echoes
+	recv   *iwarp.MR // receive slots, d.size each (Sends)
+	report *iwarp.MR
+	rwrs   []iwarp.RecvWR // one prepared receive per slot
+}
+
+// servePerfConn sets up what the descriptor asks, accepts and serves the
+// connection until the client closes it.
+func servePerfConn(ctx context.Context, pd *iwarp.PD, req *iwarp.ConnRequest) error {
+	d, err := decodePerfDesc(req.PrivateData())
+	if err != nil {
+		return req.Reject([]byte(err.Error()))
+	}
+	if d.op == perfStat {
+		// The answer is the rejection's private data: no QP needed.
+		r := perfReply{sys: takeSnapshot(true)}
+		return req.Reject(r.encode())
+	}
+	s := &perfServerConn{d: d}
+	defer s.close()
+	if err := s.setup(pd); err != nil {
+		_ = req.Reject([]byte(err.Error()))
+		return err
+	}
+	reply := perfReply{sys: takeSnapshot(false)}
+	if s.data != nil {
+		reply.remote = s.data.Remote()
+	}
+	opts := &iwarp.ConnOptions{NoCRC: d.flags&perfFlagCRC == 0, PrivateData: reply.encode()}
+	if err := req.Accept(ctx, s.qp, opts); err != nil {
+		return err
+	}
+	if d.op == perfIdle {
+		select {
+		case <-s.qp.Done():
+		case <-ctx.Done():
+		}
+		return nil
+	}
+	if err := s.serve(ctx); err != nil {
+		return fmt.Errorf("%v (lat %v, %d B): %w", d.op, d.flags&perfFlagLat != 0, d.size, err)
+	}
+	return nil
+}
+
+func (s *perfServerConn) setup(pd *iwarp.PD) error {
+	d := &s.d
+	if d.op == perfIdle {
+		return s.newQP(pd, &iwarp.QPConfig{})
+	}
+	recvs := int(d.recvs) + 1 // one more for "done"
+	if err := s.newQP(pd, &iwarp.QPConfig{SendQueueDepth: 16, RecvQueueDepth: recvs, MaxSGE: 1, IRD: 128, ORD: 16}); err != nil {
+		return err
+	}
+	var err error
+	reg := func(n int, acc iwarp.Access) *iwarp.MR {
+		if err != nil {
+			return nil
+		}
+		var mr *iwarp.MR
+		mr, err = pd.RegisterMemory(alignedBuf(max(n, 8)), acc)
+		return mr
+	}
+	size := int(d.op.sizeOf(int(d.size)))
+	s.data = reg(size, iwarp.AccessLocalWrite|iwarp.AccessRemoteWrite|iwarp.AccessRemoteRead|iwarp.AccessRemoteAtomic)
+	s.report = reg(perfReportLen, 0)
+	if d.op == perfSend || d.op == perfSendImm {
+		s.recv = reg(size*recvs, iwarp.AccessLocalWrite)
+	}
+	if err != nil {
+		return err
+	}
+	s.rwrs = make([]iwarp.RecvWR, recvs)
+	for i := range recvs {
+		s.rwrs[i].ID = uint64(i)
+		if s.recv != nil {
+			s.rwrs[i].SGL = []iwarp.SGE{s.recv.SGE(i*size, size)}
+		}
+		if err := s.postRecv(uint64(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *perfServerConn) newQP(pd *iwarp.PD, cfg *iwarp.QPConfig) error {
+	sq, rq := max(cfg.SendQueueDepth, 64), max(cfg.RecvQueueDepth, 64)
+	if cfg.SendQueueDepth != 0 {
+		sq, rq = cfg.SendQueueDepth, cfg.RecvQueueDepth
+	}
+	cq, err := pd.Device().NewCQ(sq+rq, nil)
+	if err != nil {
+		return err
+	}
+	s.cq = cq
+	cfg.SendCQ, cfg.RecvCQ = cq, cq
+	s.qp, err = pd.NewQP(cfg)
+	return err
+}
+
+// postRecv posts receive slot i. Receives are consumed in order, so every
+// slot has a buffer ("done" is told apart by its length, 0); write-imm
+// receives need none.
+func (s *perfServerConn) postRecv(i uint64) error {
+	return s.qp.PostRecv(s.rwrs[i])
+}
+
+// serve runs the receive loop: check sequence numbers and give credits
+// back (bandwidth), or answer each message (latency), until "done".
+func (s *perfServerConn) serve(ctx context.Context) error {
+	d := &s.d
+	lat := d.flags&perfFlagLat != 0
+	var comps [64]iwarp.Completion
+	var rep perfReport // receives since the connection started (warm-up included)
+	credits := uint32(0)
+	size := int(d.size)
+	for {
+		n := s.cq.Poll(comps[:])
+		if n == 0 {
+			if err := s.cq.Wait(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		for i := range comps[:n] {
+			c := &comps[i]
+			if c.Status != iwarp.StatusSuccess {
+				if s.qp.Err() != nil {
+					return nil // the client closed the connection
+				}
+				return fmt.Errorf("%v: %v completion %v: %v", d.op, c.Op, c.Status, c.Err)
+			}
+			if c.Op != iwarp.OpRecv {
+				continue // a credit or report Send was handed to TCP
+			}
+			if c.Len == 0 && !c.HasImmediate {
+				rep.sys = takeSnapshot(false)
+				rep.encode(s.report.Bytes())
+				err := s.qp.PostSend(iwarp.SendWR{ID: 1 << 62, Op: iwarp.OpSend, Flags: iwarp.Signaled, SGL: []iwarp.SGE{s.report.SGE(0, perfReportLen)}})
+				if err != nil {
+					return err
+				}
+				// The test is over: wait for the client to close.
+				select {
+				case <-s.qp.Done():
+				case <-ctx.Done():
+				}
+				return nil
+			}
+			seq := c.Immediate
+			if d.op == perfSend {
+				seq = ^uint64(0)
+				if size >= 8 {
+					seq = leUint64(s.recv.Bytes()[int(c.ID)*size:])
+				}
+			}
+			if seq != rep.recvs && seq != ^uint64(0) {
+				rep.seqErr++
+			}
+			rep.recvs++
+			if err := s.postRecv(c.ID); err != nil {
+				return err
+			}
+			if lat {
+				if err := s.echo(ctx, seq); err != nil {
+					return err
+				}
+				continue
+			}
+			if credits++; credits >= d.batch {
+				if err := s.qp.PostSend(iwarp.SendWR{Op: iwarp.OpImmediate, Flags: iwarp.Signaled, Immediate: uint64(credits)}); err != nil {
+					return err
+				}
+				credits = 0
+			}
+		}
+	}
+}
+
+// echo answers one latency message with the same operation.
+func (s *perfServerConn) echo(ctx context.Context, seq uint64) error {
+	sge := s.data.SGE(0, int(s.d.size))
+	switch s.d.op {
+	case perfSend:
+		return s.qp.Send(ctx, sge)
+	case perfSendImm:
+		return s.qp.SendWithImmediate(ctx, seq, sge)
+	case perfWriteImm:
+		return s.qp.WriteWithImmediate(ctx, s.d.remote, seq, sge)
+	}
+	return nil
+}
+
+func (s *perfServerConn) close() {
+	if s.qp != nil {
+		s.qp.Close()
+	}
+	for _, mr := range []*iwarp.MR{s.data, s.recv, s.report} {
+		if mr != nil {
+			_ = mr.Close()
+		}
+	}
+	if s.cq != nil {
+		s.cq.Close()
+	}
+}
+
+// leUint64 reads a little-endian sequence number.
+func leUint64(b []byte) uint64 {
+	_ = b[7]
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
