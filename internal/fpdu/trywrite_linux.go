@@ -3,7 +3,9 @@
 package fpdu
 
 import (
+	"errors"
 	"net"
+	"os"
 	"syscall"
 	"unsafe"
 )
@@ -42,7 +44,10 @@ func (x *rawWriter) do(fd uintptr) bool {
 
 // writev writes the slices of bufs (up to IOV_MAX of them) once, without
 // blocking, and returns how many octets the socket took (0 when it had no
-// room).
+// room). A write deadline that has passed (one a blocking Flush set, long
+// ago) does not apply to a write that never waits: RawConn.Write refuses
+// to start after it, and that is reported as no room, so that the bytes
+// go to the caller's blocking Flush, which sets a deadline of its own.
 func (x *rawWriter) writev(bufs net.Buffers) (int, error) {
 	if !x.ok {
 		return 0, nil
@@ -65,6 +70,9 @@ func (x *rawWriter) writev(bufs net.Buffers) (int, error) {
 	x.cnt, x.n, x.errno = len(x.iov), 0, 0
 	err := x.rc.Write(x.fn)
 	clear(x.iov) // drop the references to the payloads
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return 0, nil // nothing was written: the callback never ran
+	}
 	if err != nil {
 		return 0, err
 	}
