@@ -356,8 +356,10 @@ func (qp *QP) start(c *mpa.Conn) error {
 
 // Disconnect closes the connection in order: no new work is accepted, the
 // posted work is transmitted and completes, then the connection is closed;
-// receives still posted complete as flushed. If ctx ends first the QP is
-// closed at once and ctx's error returned.
+// receives still posted complete as flushed. A peer that does not close its
+// side within QPConfig.OpTimeout of our half-close fails the QP (Err says
+// the peer stalled). If ctx ends first the QP is closed at once and ctx's
+// error returned.
 func (qp *QP) Disconnect(ctx context.Context) error { return qp.e.Disconnect(ctx) }
 
 // Close tears the QP down at once (no Terminate: the peer sees the

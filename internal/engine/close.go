@@ -13,8 +13,10 @@ var ErrDisconnected = errors.New("engine: disconnected")
 // Disconnect closes the QP in order: no new work is accepted, the work
 // already posted is transmitted and completes (Reads included), then the
 // connection is half-closed and, once the peer has closed its side too, torn
-// down; receives still posted complete as flushed. If ctx ends first the QP
-// is closed abruptly (Close) and ctx's error returned.
+// down; receives still posted complete as flushed. A peer that does not
+// close its side within Config.OpTimeout of the half-close fails the QP
+// with ErrPeerStalled (Err reports it). If ctx ends first the QP is closed
+// abruptly (Close) and ctx's error returned.
 func (qp *QP) Disconnect(ctx context.Context) error {
 	qp.mu.Lock()
 	switch qp.state {
@@ -54,6 +56,9 @@ func (qp *QP) Disconnect(ctx context.Context) error {
 	qp.takeTxRole()
 	if cw, ok := qp.conn.NetConn().(interface{ CloseWrite() error }); ok {
 		_ = cw.CloseWrite()
+		// A peer that never closes its side fails the QP after the
+		// operation timeout (watchdog.go), as any stalled peer does.
+		qp.wd.halfClosed.Store(true)
 	} else {
 		_ = qp.conn.Close()
 	}

@@ -11,8 +11,9 @@ import (
 // of an FPDU, or never answers an outstanding Read, is caught here: a timer
 // per QP (no per-FPDU cost beyond two atomic operations) checks that the
 // receive side made progress within Config.OpTimeout whenever it is waiting
-// for the peer. An idle connection with nothing outstanding is left to TCP
-// keepalive.
+// for the peer: inside an FPDU, for the response to a Read or atomic, or,
+// after Disconnect half-closed, for the peer's close. An idle connection
+// with nothing outstanding is left to TCP keepalive.
 
 // ErrPeerStalled: the peer made no progress within the operation timeout
 // while this side was waiting for it.
@@ -24,6 +25,8 @@ type watchdog struct {
 	inFPDU   atomic.Bool   // the receive goroutine is inside an FPDU
 	last     uint64        // progress at the previous check (timer goroutine only)
 	waited   time.Duration // how long no progress was seen while waiting
+	// halfClosed: Disconnect sent our FIN and waits for the peer's close.
+	halfClosed atomic.Bool
 }
 
 func (qp *QP) startWatchdog() {
@@ -46,7 +49,7 @@ func (qp *QP) watch(period time.Duration) {
 	p := w.progress.Load()
 	qp.mu.Lock()
 	waiting := qp.state == StateRTS || qp.state == StateClosing
-	waiting = waiting && (w.inFPDU.Load() || qp.orq.len() > 0)
+	waiting = waiting && (w.inFPDU.Load() || qp.orq.len() > 0 || w.halfClosed.Load())
 	done := qp.err != nil
 	qp.mu.Unlock()
 	if done {
