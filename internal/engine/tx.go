@@ -29,23 +29,28 @@ type txState struct {
 	pieces [][]byte
 	batch  int // payload bytes appended since the last flush
 	stop   bool
-	// pending is a message whose last segment is in the Writer but not yet
-	// flushed (a TryFlush left it queued); it counts as sent after the
-	// next successful flush.
-	pending    txMsg
-	hasPending bool
-	final      bool // guarded by mu: the role was taken for good (teardown)
+	// pend are messages whose last segment is in the Writer but not yet
+	// flushed: small messages batched into one writev, or a TryFlush that
+	// left them queued. They count as sent after the next successful
+	// flush.
+	pend  []txMsg
+	final bool // guarded by mu: the role was taken for good (teardown)
 }
 
 const (
 	inlineBudget = 64 << 10  // bytes a poster sends itself before handing off
 	batchBytes   = 256 << 10 // payload bytes per writev batch
+	// batchMsgs is the most complete messages one writev carries: small
+	// messages queued together share a system call (one per message
+	// would cap 64-byte Sends near the syscall rate).
+	batchMsgs = 64
 )
 
 func (t *txState) init() {
 	t.wake = make(chan struct{}, 1)
 	t.cond = sync.NewCond(&t.mu)
 	t.pieces = make([][]byte, 0, 16)
+	t.pend = make([]txMsg, 0, batchMsgs)
 }
 
 // txKind says what a txMsg is.
@@ -158,16 +163,16 @@ func (qp *QP) pump(budget int) bool {
 		return false
 	}
 	w := qp.conn.Writer()
-	if t.hasPending {
-		if err := qp.flush(); err != nil {
-			qp.txFailed(err)
+	if len(t.pend) > 0 {
+		if !qp.flushSent() {
 			return false
 		}
-		t.hasPending = false
-		qp.msgSent(&t.pending)
 	}
 	sent := 0
 	for {
+		if len(t.pend) > 0 && qp.termOrStop() && !qp.flushSent() {
+			return false
+		}
 		if qp.sendTerminateIfDue() {
 			return false
 		}
@@ -182,22 +187,25 @@ func (qp *QP) pump(budget int) bool {
 		t.batch += n
 		sent += n
 		if last {
-			msg := t.cur
+			// Batched with the messages that follow, if any.
+			t.pend = append(t.pend, t.cur)
 			t.cur = txMsg{}
-			if err := qp.flush(); err != nil {
-				qp.txFailed(err)
+			if (len(t.pend) == batchMsgs || t.batch >= batchBytes) && !qp.flushSent() {
 				return false
 			}
-			qp.msgSent(&msg)
-		} else if t.batch >= batchBytes || w.Buffered() > batchBytes {
-			if err := qp.flush(); err != nil {
-				qp.txFailed(err)
-				return false
-			}
+		} else if (t.batch >= batchBytes || w.Buffered() > batchBytes) && !qp.flushSent() {
+			return false
 		}
 		if budget >= 0 && sent >= budget {
+			if len(t.pend) > 0 && !qp.flushSent() {
+				return false
+			}
 			return t.cur.kind != txNone || qp.hasWork()
 		}
+	}
+	if len(t.pend) > 0 {
+		qp.flushSent()
+		return false
 	}
 	if err := qp.flush(); err != nil {
 		qp.txFailed(err)
@@ -211,6 +219,37 @@ func (qp *QP) flush() error {
 		_ = qp.conn.NetConn().SetWriteDeadline(time.Now().Add(qp.cfg.OpTimeout))
 	}
 	return qp.conn.Writer().Flush()
+}
+
+// flushSent flushes the Writer (blocking) and marks the batched messages
+// sent. It reports false if the transmit path failed.
+func (qp *QP) flushSent() bool {
+	if err := qp.flush(); err != nil {
+		qp.txFailed(err)
+		return false
+	}
+	qp.pendSent()
+	return true
+}
+
+// pendSent marks the batched messages sent, in order: their last octets
+// were accepted by the socket.
+func (qp *QP) pendSent() {
+	t := &qp.tx
+	for i := range t.pend {
+		qp.msgSent(&t.pend[i])
+		t.pend[i] = txMsg{}
+	}
+	t.pend = t.pend[:0]
+}
+
+// termOrStop reports whether a Terminate is due or the QP left the states
+// that transmit: batched messages are then flushed first, so that what
+// went on the wire before the Terminate completes as sent.
+func (qp *QP) termOrStop() bool {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	return qp.termDue != nil || (qp.state != StateRTS && qp.state != StateClosing)
 }
 
 // pumpTry sends queued messages of up to budget bytes each without ever
@@ -229,7 +268,7 @@ func (qp *QP) pumpTry(budget int) bool {
 		return true
 	}
 	w := qp.conn.Writer()
-	if t.hasPending || w.Buffered() > 0 {
+	if len(t.pend) > 0 || w.Buffered() > 0 {
 		done, err := w.TryFlush()
 		if err != nil {
 			qp.txFailed(err)
@@ -238,17 +277,18 @@ func (qp *QP) pumpTry(budget int) bool {
 		if !done {
 			return true
 		}
-		if t.hasPending {
-			t.hasPending = false
-			qp.msgSent(&t.pending)
-		}
+		qp.pendSent()
 	}
-	for sent := 0; sent < budget; {
+	// Messages queued together are appended one after the other and go
+	// out in one writev (at most batchMsgs, budget bytes).
+	for sent := 0; sent < budget && len(t.pend) < batchMsgs; {
 		if !qp.nextMsg() {
-			return false
+			break
 		}
 		if t.cur.size > uint64(budget) {
-			return true // large: the transmit goroutine sends it
+			// Large: the transmit goroutine sends it, after what is
+			// batched.
+			return true
 		}
 		for {
 			n, last, err := qp.appendSegment()
@@ -261,18 +301,19 @@ func (qp *QP) pumpTry(budget int) bool {
 				break
 			}
 		}
-		msg := t.cur
+		t.pend = append(t.pend, t.cur)
 		t.cur = txMsg{}
+	}
+	if len(t.pend) > 0 {
 		done, err := w.TryFlush()
 		if err != nil {
 			qp.txFailed(err)
 			return false
 		}
 		if !done {
-			t.pending, t.hasPending = msg, true
 			return true
 		}
-		qp.msgSent(&msg)
+		qp.pendSent()
 	}
 	return qp.hasWork()
 }
