@@ -70,6 +70,7 @@ func runPerf(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.loadQPs, "loadqps", 64, "--vs-tcp: QPs writing at once for the aggregate target")
 	fs.StringVar(&cfg.targets, "targets", "", "--vs-tcp: comma-separated target names to run (default: all)")
 	child := fs.Bool("child", false, "run as the all-in-one server child (internal)")
+	cpuProfile := fs.String("cpuprofile", "", "write CPU profiles: FILE.client, and FILE.server for the all-in-one server child (or FILE with -s)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: iwarp perf [-op LIST] [-mode bw,lat] [-size N | -sweep] [-n N | -d D] [-q N] [-qps N] [-nocrc] [-json] [-png FILE]")
 		fmt.Fprintln(stderr, "       iwarp perf -vs-tcp [-pairs N] [-trial D] [-targets LIST]")
@@ -87,6 +88,21 @@ func runPerf(args []string, stdout, stderr io.Writer) int {
 	cfg.crc = !*noCRC
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if *cpuProfile != "" {
+		name := *cpuProfile
+		switch {
+		case *child:
+			name += ".server"
+		case !*server:
+			name += ".client"
+		}
+		stopProfile, err := startCPUProfile(name)
+		if err != nil {
+			fmt.Fprintln(stderr, "iwarp perf:", err)
+			return 1
+		}
+		defer stopProfile()
+	}
 	if *child || *server {
 		a := *addr
 		if a == "" {
@@ -133,7 +149,7 @@ func runPerf(args []string, stdout, stderr io.Writer) int {
 
 	srv := *client
 	if srv == "" {
-		a, stopChild, err := startPerfChild()
+		a, stopChild, err := startPerfChild(*cpuProfile)
 		if err != nil {
 			fmt.Fprintln(stderr, "iwarp perf:", err)
 			return 1

@@ -207,6 +207,7 @@ func (ep *perfEndpoint) runBW(ctx context.Context, op perfOp, size int, cfg *per
 		qps[i] = b
 	}
 	res.Depth = qps[0].depth
+	res.MULPDU = qps[0].c.qp.Attributes().MULPDU
 	// Warm up (pools, the first pages of every buffer), then start together.
 	far := time.Now().Add(time.Hour)
 	warm := uint64(4 * qps[0].depth)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"strings"
 )
 
@@ -15,13 +16,14 @@ const perfChildEnv = "IWARP_PERF_CHILD"
 
 // startPerfChild re-executes this program as the perf server ("perf
 // -child") on loopback and returns its "IWARP-ADDR TCP-ADDR" line and a
-// function that stops it (by closing its standard input).
-func startPerfChild() (string, func(), error) {
+// function that stops it (by closing its standard input). With
+// cpuProfile the child writes its CPU profile to cpuProfile.server.
+func startPerfChild(cpuProfile string) (string, func(), error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return "", nil, err
 	}
-	cmd := exec.Command(exe, "perf", "-child")
+	cmd := exec.Command(exe, "perf", "-child", "-cpuprofile", cpuProfile)
 	cmd.Env = append(os.Environ(), perfChildEnv+"=1")
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
@@ -45,4 +47,21 @@ func startPerfChild() (string, func(), error) {
 		return "", nil, fmt.Errorf("perf server child did not start: %v", err)
 	}
 	return strings.TrimSpace(line), stop, nil
+}
+
+// startCPUProfile profiles this process into the file name until the
+// returned function is called.
+func startCPUProfile(name string) (func(), error) {
+	f, err := os.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

@@ -56,7 +56,12 @@ type pairSpec struct {
 func ratioAtLeast(goal float64) func(float64) bool { return func(v float64) bool { return v >= goal } }
 func ratioAtMost(goal float64) func(float64) bool  { return func(v float64) bool { return v <= goal } }
 
-func showMBps(r *perfResult) string { return fmt.Sprintf("%.0f MB/s", r.MBps) }
+func showMBps(r *perfResult) string {
+	if r.MULPDU > 0 {
+		return fmt.Sprintf("%.0f MB/s (MULPDU %d)", r.MBps, r.MULPDU)
+	}
+	return fmt.Sprintf("%.0f MB/s", r.MBps)
+}
 func showRate(r *perfResult) string { return fmt.Sprintf("%.0f msg/s", r.MsgRate) }
 func showRTT(r *perfResult) string {
 	return fmt.Sprintf("%.1f/%.1f us", r.Lat.Median, r.Lat.P99)
