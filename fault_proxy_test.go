@@ -223,8 +223,8 @@ func (p *faultProxy) forward(dir int) {
 			}
 		}
 		if err != nil {
-			if errors.Is(err, io.EOF) && p.endOfStream(dir, dst) {
-				continue // held at EOF under a half-close: nothing more to read
+			if errors.Is(err, io.EOF) {
+				p.endOfStream(dir, dst)
 			}
 			return
 		}
@@ -281,19 +281,17 @@ func (p *faultProxy) hold(dir int) bool {
 }
 
 // endOfStream handles EOF in direction dir: the FIN is forwarded, unless
-// the trigger holds at EOF. It reports whether to go on reading.
-func (p *faultProxy) endOfStream(dir int, dst *net.TCPConn) bool {
+// the trigger holds at EOF (then the fault is injected there).
+func (p *faultProxy) endOfStream(dir int, dst *net.TCPConn) {
 	p.mu.Lock()
 	atEOF := p.armed[dir] && p.trig[dir].atEOF && p.fault == faultNone
 	p.mu.Unlock()
-	if !atEOF {
-		if !p.discarding() {
-			_ = dst.CloseWrite()
-		}
-		return false
+	switch {
+	case atEOF:
+		p.hold(dir)
+	case !p.discarding():
+		_ = dst.CloseWrite()
 	}
-	p.hold(dir)
-	return false
 }
 
 func (p *faultProxy) discarding() bool {

@@ -18,7 +18,7 @@ import (
 const (
 	// faultOpTimeout is QPConfig.OpTimeout of every QP: a connected side
 	// waiting for a stalled peer fails after it.
-	faultOpTimeout = 500 * time.Millisecond
+	faultOpTimeout = time.Second
 	// faultSetupTimeout is ConnOptions.Timeout of both sides and
 	// ListenConfig.StartupTimeout: a stalled startup fails after it.
 	faultSetupTimeout = time.Second
