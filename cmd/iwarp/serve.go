@@ -25,45 +25,107 @@ func init() {
 const canary = 0xCA
 
 // server is the state of `iwarp serve`: one Device, one region exposed to
-// every connection (remote read, write and atomic access), guarded by
-// canary zones that are checked after every connection.
+// every connection (remote read, write and atomic access) and the regions
+// the hostile-peer suite (`iwarp conform`) misuses, each guarded by canary
+// zones that are checked after every connection.
 type server struct {
 	dev    *iwarp.Device
 	pd     *iwarp.PD
 	mr     *iwarp.MR
-	all    []byte // guard | region | guard
-	guard  int
+	advert []byte    // the MPA Reply's private data: conform.Advert encoding
+	zones  []guarded // every region's bytes with its guards
 	out    io.Writer
 	mu     sync.Mutex // serialises report lines
 	served int
 }
 
+// guarded is a registered region with canary zones of guard bytes on each
+// side: all = guard | region | guard.
+type guarded struct {
+	all   []byte
+	guard int
+}
+
+// newGuarded returns a zeroed region of size bytes (8-byte aligned, for
+// atomics) inside canary zones.
+func newGuarded(size, guard int) (region []byte, g guarded) {
+	words := make([]uint64, (size+2*guard+7)/8)
+	all := unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), size+2*guard)
+	for i := range all {
+		all[i] = canary
+	}
+	region = all[guard : guard+size]
+	clear(region)
+	return region, guarded{all: all, guard: guard}
+}
+
+// newServer registers the served region of size bytes and the conform
+// suite's regions (a read-only and a write-only one, one in another
+// protection domain, an invalidated STag and a re-keyed region's old
+// STag), and builds the advertisement: the main region first, in rping's
+// encoding, so that a client reading only 16 bytes finds it.
 func newServer(size, guard int, out io.Writer) (*server, error) {
 	dev := iwarp.NewDevice(nil)
 	pd, err := dev.AllocPD()
 	if err != nil {
 		return nil, err
 	}
-	words := make([]uint64, (size+2*guard+7)/8)
-	all := unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), size+2*guard)
-	for i := range all {
-		all[i] = canary
-	}
-	region := all[guard : guard+size]
-	clear(region)
-	mr, err := pd.RegisterMemory(region, iwarp.AccessRemoteRead|iwarp.AccessRemoteWrite|iwarp.AccessRemoteAtomic)
+	other, err := dev.AllocPD()
 	if err != nil {
 		return nil, err
 	}
-	return &server{dev: dev, pd: pd, mr: mr, all: all, guard: guard, out: out}, nil
+	s := &server{dev: dev, pd: pd, out: out}
+	reg := func(p *iwarp.PD, size int, acc iwarp.Access) (*iwarp.MR, error) {
+		region, g := newGuarded(size, guard)
+		s.zones = append(s.zones, g)
+		return p.RegisterMemory(region, acc)
+	}
+	if s.mr, err = reg(pd, size, iwarp.AccessRemoteRead|iwarp.AccessRemoteWrite|iwarp.AccessRemoteAtomic); err != nil {
+		return nil, err
+	}
+	const small = 4096
+	ro, err := reg(pd, small, iwarp.AccessRemoteRead)
+	if err != nil {
+		return nil, err
+	}
+	op, err := reg(other, small, iwarp.AccessRemoteRead|iwarp.AccessRemoteWrite|iwarp.AccessRemoteAtomic)
+	if err != nil {
+		return nil, err
+	}
+	dead, err := reg(pd, small, iwarp.AccessRemoteRead|iwarp.AccessRemoteWrite)
+	if err != nil {
+		return nil, err
+	}
+	deadRemote := dead.Remote()
+	if err := dead.Deregister(context.Background()); err != nil {
+		return nil, err
+	}
+	rk, err := reg(pd, small, iwarp.AccessRemoteRead|iwarp.AccessRemoteWrite)
+	if err != nil {
+		return nil, err
+	}
+	oldRemote := rk.Remote()
+	if _, err := rk.Rekey(iwarp.AccessRemoteRead | iwarp.AccessRemoteWrite); err != nil {
+		return nil, err
+	}
+	wo, err := reg(pd, small, iwarp.AccessRemoteWrite)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range []iwarp.RemoteBuffer{s.mr.Remote(), ro.Remote(), op.Remote(), deadRemote, oldRemote, wo.Remote()} {
+		s.advert, _ = r.AppendBinary(s.advert)
+	}
+	return s, nil
 }
 
-// canariesIntact reports whether both guard zones are untouched.
+// canariesIntact reports whether every guard zone is untouched.
 func (s *server) canariesIntact() bool {
-	n := len(s.all)
-	for i := 0; i < s.guard; i++ {
-		if s.all[i] != canary || s.all[n-1-i] != canary {
-			return false
+	for _, z := range s.zones {
+		n := len(z.all)
+		for i := 0; i < z.guard; i++ {
+			if z.all[i] != canary || z.all[n-1-i] != canary {
+				return false
+			}
 		}
 	}
 	return true
@@ -87,8 +149,7 @@ func (s *server) serveOne(ctx context.Context, req *iwarp.ConnRequest) {
 	for i := 0; i < 16; i++ {
 		_ = qp.PostRecv(iwarp.RecvWR{ID: uint64(i), SGL: []iwarp.SGE{rb.SGE(i*4096, 4096)}})
 	}
-	adv, _ := s.mr.Remote().MarshalBinary()
-	if err := req.Accept(ctx, qp, &iwarp.ConnOptions{PrivateData: adv}); err != nil {
+	if err := req.Accept(ctx, qp, &iwarp.ConnOptions{PrivateData: s.advert}); err != nil {
 		s.report("accept failed: %v", err)
 		return
 	}
@@ -145,7 +206,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	defer ln.Close()
 	r := s.mr.Remote()
-	fmt.Fprintf(stdout, "serve: listening on %s; region STag %#x TO %#x length %d (advertised in the MPA Reply's private data)\n", ln.Addr(), r.STag, r.TO, r.Len)
+	fmt.Fprintf(stdout, "serve: listening on %s; region STag %#x TO %#x length %d (advertised in the MPA Reply's private data, first of %d entries for iwarp conform)\n", ln.Addr(), r.STag, r.TO, r.Len, len(s.advert)/iwarp.RemoteBufferLen)
 	var wg sync.WaitGroup
 	for i := 0; *count == 0 || i < *count; i++ {
 		req, err := ln.Accept(ctx)

@@ -49,7 +49,7 @@ func TestServe(t *testing.T) {
 			t.Fatal(err)
 		}
 		var remote iwarp.RemoteBuffer
-		if err := remote.UnmarshalBinary(qp.Attributes().PeerPrivateData); err != nil {
+		if err := remote.UnmarshalBinary(qp.Attributes().PeerPrivateData[:iwarp.RemoteBufferLen]); err != nil {
 			t.Fatal(err)
 		}
 		src, _ := pd.RegisterMemory([]byte("served!!"), 0)

@@ -27,6 +27,7 @@ var rank = map[string]int{
 	"":                   6, // the root package: the public verbs API
 	"internal/capture":   10,
 	"internal/decode":    11,
+	"internal/conform":   12, // the hostile-peer suite: `iwarp conform` and the root tests
 	"internal/layers":    20,
 	"internal/leakcheck": 20,
 	"internal/testnet":   20,
@@ -44,7 +45,7 @@ func rankOf(name string) (int, bool) {
 }
 
 // toolOnly are the packages that only tools may import.
-var toolOnly = map[string]bool{"internal/capture": true, "internal/decode": true}
+var toolOnly = map[string]bool{"internal/capture": true, "internal/decode": true, "internal/conform": true}
 
 type pkg struct {
 	path    string

@@ -1,0 +1,6 @@
+//go:build !linux || iwarp_portable
+
+package iwarp_test
+
+// peekDetectsPipelining: this build cannot peek at the socket.
+const peekDetectsPipelining = false
