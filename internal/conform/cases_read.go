@@ -71,7 +71,7 @@ func readCases() []*Case {
 		},
 		{
 			Name: "Read/IRD-exceeded/RDMAP-2-0x07", Category: "Read Request", Needs: need,
-			Spec: "RFC 5040 §6.1.1, RFC 6581 §5: more Read Requests outstanding than the IRD the responder granted (IRD 1 here; 32 Reads of the whole region in one burst, their Responses not read, so with a region of 1 MiB or more the first Response is still being sent when the next Request arrives): Terminate RDMAP/remote operation 0x07 (Linux siw's choice)",
+			Spec:    "RFC 5040 §6.1.1, RFC 6581 §5: more Read Requests outstanding than the IRD the responder granted (IRD 1 here; 32 Reads of the whole region in one burst, their Responses not read, so with a region of 1 MiB or more the first Response is still being sent when the next Request arrives): Terminate RDMAP/remote operation 0x07 (Linux siw's choice)",
 			Startup: func(c *mpa.Config) { c.IRD, c.ORD = 1, 1 },
 			Script: func(s *Session) error {
 				var burst []byte

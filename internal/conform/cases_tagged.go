@@ -37,7 +37,7 @@ func taggedCases() []*Case {
 		},
 		{
 			Name: "Tagged/Write-past-end/DDP-1-0x01", Category: "tagged placement", Needs: NeedRegion,
-			Spec: "RFC 5041 §7.2: a tagged segment that runs past the end of the buffer: Terminate DDP/tagged 0x01 (base or bounds)",
+			Spec:   "RFC 5041 §7.2: a tagged segment that runs past the end of the buffer: Terminate DDP/tagged 0x01 (base or bounds)",
 			Script: write(mainSTag, func(s *Session) uint64 { return s.main().TO + uint64(s.main().Len) - 8 }, 16),
 			Want:   terminate(wire.TermDDPBaseBounds, AttachDDP),
 		},
