@@ -251,6 +251,7 @@ func (ep *perfEndpoint) runBW(ctx context.Context, op perfOp, size int, cfg *per
 	}
 	end := start
 	var serverStart, serverEnd sysSnapshot
+	var srvBase uint64
 	for i, b := range qps {
 		if ends[i].After(end) {
 			end = ends[i]
@@ -264,6 +265,8 @@ func (ep *perfEndpoint) runBW(ctx context.Context, op perfOp, size int, cfg *per
 		if reports[i].sys.cpuNS > serverEnd.cpuNS {
 			serverEnd = reports[i].sys
 		}
+		srvBase = max(srvBase, reports[i].sys.base) // the last connection set up
+
 	}
 	if op.consumesRecv() && res.ServerRecvs != res.Ops+warm*uint64(len(qps)) {
 		return res, fmt.Errorf("%v: the server received %d messages, %d were sent", op, res.ServerRecvs, res.Ops+warm*uint64(len(qps)))
@@ -271,6 +274,7 @@ func (ep *perfEndpoint) runBW(ctx context.Context, op perfOp, size int, cfg *per
 	if res.SeqErrors != 0 {
 		return res, fmt.Errorf("%v: %d messages out of sequence at the server", op, res.SeqErrors)
 	}
+	serverEnd.base = srvBase
 	res.setRates(end.Sub(start))
 	res.setCPU(before, after, serverStart, serverEnd)
 	return res, nil

@@ -112,16 +112,18 @@ type sysSnapshot struct {
 	cpuNS   uint64 // user + system CPU time
 	mallocs uint64 // heap allocations so far (runtime.MemStats.Mallocs)
 	rss     uint64 // resident set size, bytes
-	_       uint64
+	// base (in a report) is the server's mallocs when its connection was
+	// set up, so that setup does not count as allocations per operation.
+	base uint64
 }
 
 func (s sysSnapshot) appendTo(b []byte) []byte {
 	b = binary.BigEndian.AppendUint64(b, s.cpuNS)
 	b = binary.BigEndian.AppendUint64(b, s.mallocs)
 	b = binary.BigEndian.AppendUint64(b, s.rss)
-	return binary.BigEndian.AppendUint64(b, 0)
+	return binary.BigEndian.AppendUint64(b, s.base)
 }
 
 func decodeSysSnapshot(b []byte) sysSnapshot {
-	return sysSnapshot{cpuNS: binary.BigEndian.Uint64(b), mallocs: binary.BigEndian.Uint64(b[8:]), rss: binary.BigEndian.Uint64(b[16:])}
+	return sysSnapshot{cpuNS: binary.BigEndian.Uint64(b), mallocs: binary.BigEndian.Uint64(b[8:]), rss: binary.BigEndian.Uint64(b[16:]), base: binary.BigEndian.Uint64(b[24:])}
 }

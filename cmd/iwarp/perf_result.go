@@ -66,8 +66,12 @@ func (r *perfResult) setCPU(before, after, srvBefore, srvAfter sysSnapshot) {
 	}
 	if r.Ops > 0 {
 		r.ClientAllocsPerOp = float64(after.mallocs-before.mallocs) / float64(r.Ops)
-		if srvAfter.mallocs >= srvBefore.mallocs {
-			r.ServerAllocsPerOp = float64(srvAfter.mallocs-srvBefore.mallocs) / float64(r.Ops)
+		base := srvBefore.mallocs
+		if srvAfter.base != 0 {
+			base = srvAfter.base // the server's count once set up
+		}
+		if srvAfter.mallocs >= base {
+			r.ServerAllocsPerOp = float64(srvAfter.mallocs-base) / float64(r.Ops)
 		}
 	}
 }

@@ -88,6 +88,7 @@ type perfServerConn struct {
 	recv   *iwarp.MR // receive slots, d.size each (Sends)
 	report *iwarp.MR
 	rwrs   []iwarp.RecvWR // one prepared receive per slot
+	base   uint64         // mallocs once the connection was set up
 }
 
 // servePerfConn sets up what the descriptor asks, accepts and serves the
@@ -116,6 +117,7 @@ func servePerfConn(ctx context.Context, pd *iwarp.PD, req *iwarp.ConnRequest) er
 	if err := req.Accept(ctx, s.qp, opts); err != nil {
 		return err
 	}
+	s.base = takeSnapshot(false).mallocs
 	if d.op == perfIdle {
 		select {
 		case <-s.qp.Done():
@@ -221,6 +223,7 @@ func (s *perfServerConn) serve(ctx context.Context) error {
 			}
 			if c.Len == 0 && !c.HasImmediate {
 				rep.sys = takeSnapshot(false)
+				rep.sys.base = s.base
 				rep.encode(s.report.Bytes())
 				err := s.qp.PostSend(iwarp.SendWR{ID: 1 << 62, Op: iwarp.OpSend, Flags: iwarp.Signaled, SGL: []iwarp.SGE{s.report.SGE(0, perfReportLen)}})
 				if err != nil {

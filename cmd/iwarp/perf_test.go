@@ -143,7 +143,7 @@ func TestPerfDescRoundTrip(t *testing.T) {
 	if _, err := decodePerfDesc([]byte("MPA ID Req Frame")); err == nil {
 		t.Error("a foreign private data was accepted")
 	}
-	r := perfReport{recvs: 7, seqErr: 1, sys: sysSnapshot{cpuNS: 3, mallocs: 4, rss: 5}}
+	r := perfReport{recvs: 7, seqErr: 1, sys: sysSnapshot{cpuNS: 3, mallocs: 4, rss: 5, base: 6}}
 	b := make([]byte, perfReportLen)
 	r.encode(b)
 	if got := decodePerfReport(b); got != r {
