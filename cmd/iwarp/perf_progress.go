@@ -11,8 +11,9 @@ import (
 // progress prints a progress line (rewritten in place) while a test runs,
 // when the output is a terminal.
 type progress struct {
-	w  io.Writer
-	on bool
+	w     io.Writer
+	on    bool
+	every time.Duration // refresh interval (default 250 ms)
 }
 
 // track shows label, the elapsed time of a test of about total, and the
@@ -28,7 +29,11 @@ func (p *progress) track(label string, start time.Time, total time.Duration, cou
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t := time.NewTicker(250 * time.Millisecond)
+		every := p.every
+		if every <= 0 {
+			every = 250 * time.Millisecond
+		}
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {

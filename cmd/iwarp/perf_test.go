@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/goiwarp/iwarp"
 )
@@ -158,5 +160,44 @@ func TestPerfUsage(t *testing.T) {
 		if code := runMain(append([]string{"perf"}, args...), &out, &errb); code != 2 {
 			t.Errorf("%v: exit %d", args, code)
 		}
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for the progress goroutine.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestPerfProgressLine: the progress line is rewritten in place with the
+// label and a rate, and erased at the end; nothing is written when off.
+func TestPerfProgressLine(t *testing.T) {
+	var out lockedBuffer
+	p := &progress{w: &out, on: true, every: time.Millisecond}
+	stop := p.track("write bw 64 B", time.Now(), time.Second, func() (uint64, int) { return 1000, 64 })
+	for !strings.Contains(out.String(), "MB/s") {
+		time.Sleep(time.Millisecond)
+	}
+	stop()
+	s := out.String()
+	if !strings.HasPrefix(s, "\r  write bw 64 B") || !strings.HasSuffix(s, "\r") {
+		t.Errorf("progress output %q", s)
+	}
+	var off lockedBuffer
+	(&progress{w: &off}).track("x", time.Now(), time.Second, func() (uint64, int) { return 0, 0 })()
+	if off.String() != "" || isTerminal(&off) {
+		t.Errorf("progress off wrote %q", off.String())
 	}
 }
