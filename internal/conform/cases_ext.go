@@ -30,7 +30,7 @@ func atomicCases() []*Case {
 			Want: terminate(wire.TermRDMAPBaseBounds, AttachDDP),
 		},
 		{
-			Name: "Atomic/unregistered-STag/RDMAP-1-0x00", Category: "atomics", Needs: need,
+			Name: "Atomic/unregistered-STag/RDMAP-1-0x00", Category: "atomics", Needs: NeedRFC7306 | NeedIRD,
 			Spec:   "RFC 7306 §8.1: an Atomic Request naming an invalid STag: Terminate RDMAP/remote protection 0x00",
 			Script: atomic(func(s *Session) wire.AtomicRequest { return FetchAdd(3, s.unknownSTag(), s.main().TO, 1) }),
 			Want:   terminate(wire.TermRDMAPInvalidSTag, AttachDDP),
@@ -63,7 +63,7 @@ func atomicCases() []*Case {
 			Want: terminate(wire.TermRDMAPUnexpectedOpcode, AttachDDP),
 		},
 		{
-			Name: "Atomic/Immediate-Data-7-octets/RDMAP-2-0xFF", Category: "immediate data", Needs: NeedRFC7306 | NeedRegion,
+			Name: "Atomic/Immediate-Data-7-octets/RDMAP-2-0xFF", Category: "immediate data", Needs: NeedRFC7306,
 			Spec: "RFC 7306 §4: Immediate Data is exactly 8 octets (code: the project's): Terminate RDMAP/remote operation 0xFF",
 			Script: func(s *Session) error {
 				return s.SendOffending(Untagged(s.RV, wire.OpImmediate, true, wire.QNSend, s.NextMSN(wire.QNSend), 0, make([]byte, 7)))
@@ -85,7 +85,7 @@ func atomicCases() []*Case {
 func v2Cases() []*Case {
 	return []*Case{
 		{
-			Name: "V2/RDMAP-version-2-not-negotiated/RDMAP-2-0x05", Category: "extensions not negotiated", Needs: NeedRegion,
+			Name: "V2/RDMAP-version-2-not-negotiated/RDMAP-2-0x05", Category: "extensions not negotiated",
 			Spec:    "V2 draft §3: RDMAP version 2 only after it was agreed; otherwise an invalid RDMAP version: Terminate RDMAP/remote operation 0x05",
 			Startup: func(c *mpa.Config) { c.Extensions, c.NoAdvertise = 0, true },
 			Script: func(s *Session) error {
@@ -94,7 +94,7 @@ func v2Cases() []*Case {
 			Want: terminate(wire.TermRDMAPInvalidVersion, AttachDDP),
 		},
 		{
-			Name: "V2/RDMAP-version-1-after-V2/RDMAP-2-0x05", Category: "V2", Needs: NeedV2 | NeedRegion,
+			Name: "V2/RDMAP-version-1-after-V2/RDMAP-2-0x05", Category: "V2", Needs: NeedV2,
 			Spec: "V2 draft §3: once version 2 is agreed every message carries RV=2: Terminate RDMAP/remote operation 0x05",
 			Script: func(s *Session) error {
 				return s.SendOffending(Untagged(wire.RDMAPVersion1, wire.OpSend, true, wire.QNSend, s.NextMSN(wire.QNSend), 0, []byte("v1")))
@@ -118,7 +118,7 @@ func v2Cases() []*Case {
 			Want: terminate(wire.TermRDMAPUnexpectedOpcode, AttachDDP),
 		},
 		{
-			Name: "V2/Send-with-Immediate-7-octets/RDMAP-2-0xFF", Category: "immediate data", Needs: NeedV2 | NeedRegion,
+			Name: "V2/Send-with-Immediate-7-octets/RDMAP-2-0xFF", Category: "immediate data", Needs: NeedV2,
 			Spec: "V2 draft §4: the last segment of a Send with Immediate carries exactly the 8 Immediate octets (code: the project's): Terminate RDMAP/remote operation 0xFF",
 			Script: func(s *Session) error {
 				return s.SendOffending(Untagged(wire.RDMAPVersion2, wire.OpSendImm, true, wire.QNSend, s.NextMSN(wire.QNSend), 0, make([]byte, 7)))

@@ -9,7 +9,7 @@ import (
 func rdmapCases() []*Case {
 	return []*Case{
 		{
-			Name: "RDMAP/RDMAP-version-0/RDMAP-2-0x05", Category: "RDMAP header", Needs: NeedRegion,
+			Name: "RDMAP/RDMAP-version-0/RDMAP-2-0x05", Category: "RDMAP header",
 			Spec: "RFC 5040 §7.1: a message with an RDMAP version the receiver does not speak: Terminate RDMAP/remote operation 0x05",
 			Script: func(s *Session) error {
 				u := Untagged(0, wire.OpSend, true, wire.QNSend, s.NextMSN(wire.QNSend), 0, []byte("rv0"))
@@ -34,7 +34,7 @@ func rdmapCases() []*Case {
 			Want: terminate(wire.TermRDMAPUnexpectedOpcode, AttachDDP),
 		},
 		{
-			Name: "RDMAP/Send-with-Invalidate-unknown-STag/RDMAP-2-0x09", Category: "invalidation", Needs: NeedRegion,
+			Name: "RDMAP/Send-with-Invalidate-unknown-STag/RDMAP-2-0x09", Category: "invalidation",
 			Spec: "RFC 5040 §7.1: a Send with Invalidate naming an STag that is not valid: Terminate RDMAP/remote operation 0x09",
 			Script: func(s *Session) error {
 				u := Untagged(s.RV, wire.OpSendInv, true, wire.QNSend, s.NextMSN(wire.QNSend), 0, []byte("inv"))

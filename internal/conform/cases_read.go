@@ -20,7 +20,7 @@ func readCases() []*Case {
 	const need = NeedRegion | NeedIRD
 	return []*Case{
 		{
-			Name: "Read/unregistered-source-STag/RDMAP-1-0x00", Category: "Read Request", Needs: need,
+			Name: "Read/unregistered-source-STag/RDMAP-1-0x00", Category: "Read Request", Needs: NeedIRD,
 			Spec:   "RFC 5040 §7.1: a Read Request naming an invalid Data Source STag: Terminate RDMAP/remote protection 0x00",
 			Script: read(func(s *Session) wire.ReadRequest { return src(s.unknownSTag(), s.main().TO, 16) }),
 			Want:   terminate(wire.TermRDMAPInvalidSTag, AttachRDMA),
@@ -62,7 +62,7 @@ func readCases() []*Case {
 			Want:   terminate(wire.TermRDMAPTOWrap, AttachRDMA),
 		},
 		{
-			Name: "Read/MSN-out-of-range/DDP-2-0x03", Category: "Read Request", Needs: need,
+			Name: "Read/MSN-out-of-range/DDP-2-0x03", Category: "Read Request", Needs: NeedIRD,
 			Spec: "RFC 5041 §7.2, RFC 5040 §5.3: a Read Request MSN beyond the responder's IRD window: Terminate DDP/untagged 0x03 (with the request's RDMA header)",
 			Script: func(s *Session) error {
 				return s.SendOffending(ReadRequest(s.RV, 500, src(s.main().STag, s.main().TO, 16)))

@@ -18,7 +18,7 @@ func taggedCases() []*Case {
 	slotTO := func(i int) func(*Session) uint64 { return func(s *Session) uint64 { return s.slot(i).TO } }
 	return []*Case{
 		{
-			Name: "Tagged/Write-unregistered-STag/DDP-1-0x00", Category: "tagged placement", Needs: NeedRegion,
+			Name: "Tagged/Write-unregistered-STag/DDP-1-0x00", Category: "tagged placement",
 			Spec:   "RFC 5041 §7.2: a tagged segment naming an STag that is not valid: Terminate DDP/tagged 0x00",
 			Script: write(func(s *Session) uint32 { return s.unknownSTag() }, mainTO, 16),
 			Want:   terminate(wire.TermDDPInvalidSTag, AttachDDP),
