@@ -38,8 +38,8 @@ type txState struct {
 }
 
 const (
-	inlineBudget = 64 << 10  // bytes a poster sends itself before handing off
-	batchBytes   = 256 << 10 // payload bytes per writev batch
+	inlineBudget = 64 << 10 // bytes a poster sends itself before handing off
+	batchBytes   = 1 << 20  // payload bytes per writev batch (a raw TCP application writes 1 MiB)
 	// batchMsgs is the most complete messages one writev carries: small
 	// messages queued together share a system call (one per message
 	// would cap 64-byte Sends near the syscall rate).
