@@ -22,8 +22,11 @@ if ! "$VM" build >"$OUT/build.log" 2>&1; then
   echo "SIW-CONFORM: skipped (VM build failed, see $OUT/build.log)"; exit 0
 fi
 go build -o "$OUT/iwarp" ./cmd/iwarp || exit 1
-DUR=${DUR:-420}
-TIMEOUT=$((DUR + 120)) "$VM" run "rping -s -P -a 10.0.2.15 -p 7000 & sleep $DUR; echo; echo DMESG; dmesg | grep -a -i -E 'siw|iw_cm|BUG|Oops|RIP' | tail -120" >"$OUT/guest.log" 2>&1 &
+DUR=${DUR:-900} # upper bound; the guest stops as soon as the suite is done
+SHARE=${W:-$HOME/.cache/siw-vm}/share
+rm -f "$SHARE/conform.done"
+# siw's rping server is restarted whenever a hostile case makes it exit.
+TIMEOUT=$((DUR + 120)) "$VM" run "(while :; do rping -s -P -a 10.0.2.15 -p 7000; echo RPING_RESTART; sleep 0.2; done) & for i in \$(seq 1 $DUR); do [ -e /mnt/host/conform.done ] && break; sleep 1; done; echo; echo DMESG; dmesg | grep -a -i -E 'siw|iw_cm|BUG|Oops|RIP' | tail -150" >"$OUT/guest.log" 2>&1 &
 vm=$!
 for _ in $(seq 1 180); do
   grep -a -q "running /mnt/host/cmd.sh" "$OUT/guest.log" 2>/dev/null && break
@@ -32,6 +35,7 @@ done
 sleep 5
 "$OUT/iwarp" conform -a 127.0.0.1:17000 -v -wait "${WAIT:-4s}" -startup-wait 15s "$@" >"$OUT/conform.txt" 2>&1
 echo "conform exit $?" >>"$OUT/conform.txt"
+touch "$SHARE/conform.done"
 tail -n 2 "$OUT/conform.txt"
 wait $vm
 if grep -a -q -E "kernel BUG|Oops" "$OUT/guest.log"; then

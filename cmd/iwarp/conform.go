@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
 	"regexp"
+	"syscall"
 	"time"
 
 	"github.com/goiwarp/iwarp"
@@ -29,6 +31,7 @@ func runConform(args []string, stdout, stderr io.Writer) int {
 	wait := fs.Duration("wait", 3*time.Second, "how long to wait for each answer")
 	startupWait := fs.Duration("startup-wait", 12*time.Second, "how long to wait for a responder to give up a stalled startup")
 	run := fs.String("run", "", "run only the cases whose name matches this regular expression")
+	retry := fs.Duration("dial-retry", 10*time.Second, "keep re-dialling a refused or reset connection this long (a responder restarting between cases)")
 	verbose := fs.Bool("v", false, "also print each case's specification reference and the Terminate bytes")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -54,10 +57,7 @@ func runConform(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "conform: no -a given: running against an in-process `iwarp serve` at %s\n", target)
 	}
 	o := &conform.Options{
-		Dial: func(ctx context.Context) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "tcp", target)
-		},
+		Dial: func(ctx context.Context) (net.Conn, error) { return dialRetry(ctx, target, *retry) },
 		NoCRC: *noCRC, Wait: *wait, StartupWait: *startupWait,
 	}
 	var cases []*conform.Case
@@ -86,6 +86,22 @@ func runConform(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// dialRetry dials addr, retrying for up to d while the connection is
+// refused or reset (a test responder restarting after a hostile case, or a
+// port forwarder whose target is not listening yet).
+func dialRetry(ctx context.Context, addr string, d time.Duration) (net.Conn, error) {
+	deadline := time.Now().Add(d)
+	for {
+		var nd net.Dialer
+		nc, err := nd.DialContext(ctx, "tcp", addr)
+		if err == nil || time.Now().After(deadline) || ctx.Err() != nil ||
+			!(errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)) {
+			return nc, err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // printResult prints one case: its verdict and name, what the spec
