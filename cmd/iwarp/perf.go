@@ -39,7 +39,7 @@ type perfConfig struct {
 	idleQPs   int
 	loadQPs   int
 	targets   string
-	duration2 time.Duration // duration of the throughput trials of --vs-tcp
+	trial     time.Duration // duration of each --vs-tcp trial
 }
 
 // runPerf is "iwarp perf".
@@ -65,7 +65,7 @@ func runPerf(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.png, "png", "", "write a PNG chart of bandwidth and latency against size to this file")
 	fs.BoolVar(&cfg.vsTCP, "vs-tcp", false, "compare with raw TCP in the same run: interleaved pairs, ratios, the targets of docs/performance.md")
 	fs.IntVar(&cfg.pairs, "pairs", 5, "--vs-tcp: interleaved pairs per target (median of per-pair ratios)")
-	fs.DurationVar(&cfg.duration2, "trial", 2*time.Second, "--vs-tcp: duration of each throughput trial")
+	fs.DurationVar(&cfg.trial, "trial", 2*time.Second, "--vs-tcp: duration of each throughput trial")
 	fs.IntVar(&cfg.idleQPs, "idleqps", 1000, "--vs-tcp: idle connected QPs for the memory target")
 	fs.IntVar(&cfg.loadQPs, "loadqps", 64, "--vs-tcp: QPs writing at once for the aggregate target")
 	fs.StringVar(&cfg.targets, "targets", "", "--vs-tcp: comma-separated target names to run (default: all)")

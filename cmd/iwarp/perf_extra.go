@@ -20,7 +20,7 @@ func (v *vsTCP) allocTarget(ctx context.Context) (targetVerdict, error) {
 	ops, _ := parsePerfOps("all")
 	worst := ""
 	cfg := v.with(false, 32, 1)
-	cfg.duration = max(v.cfg.duration2/4, time.Millisecond)
+	cfg.duration = max(v.cfg.trial/4, time.Millisecond)
 	for _, op := range ops {
 		for _, mode := range []string{"bw", "lat"} {
 			var r perfResult
@@ -140,7 +140,7 @@ func (v *vsTCP) extras(ctx context.Context) ([]perfExtra, error) {
 			defer wg.Done()
 			_, lerr = load(ctx)
 		}()
-		time.Sleep(v.cfg.duration2 / 10)
+		time.Sleep(v.cfg.trial / 10)
 		r, err := lat(ctx)
 		wg.Wait()
 		if err == nil {
@@ -149,7 +149,7 @@ func (v *vsTCP) extras(ctx context.Context) ([]perfExtra, error) {
 		return r, err
 	}
 	long := v.with(false, 4, 1)
-	long.duration = v.cfg.duration2 + v.cfg.duration2/5
+	long.duration = v.cfg.trial + v.cfg.trial/5
 	quiet := &progress{}
 	ours, err := loaded(func(ctx context.Context) (perfResult, error) {
 		return v.ep.runBW(ctx, perfWrite, 1<<20, long, quiet)

@@ -80,7 +80,7 @@ type vsTCP struct {
 // with returns a copy of the run's configuration for one trial.
 func (v *vsTCP) with(crc bool, depth, qps int) *perfConfig {
 	c := *v.cfg
-	c.iters, c.duration, c.crc, c.depth, c.qps = 0, v.cfg.duration2, crc, depth, qps
+	c.iters, c.duration, c.crc, c.depth, c.qps = 0, v.cfg.trial, crc, depth, qps
 	return &c
 }
 
@@ -157,7 +157,7 @@ func runVsTCP(ctx context.Context, ep *perfEndpoint, cfg *perfConfig, stdout io.
 		return cfg.targets == "" || slices.Contains(strings.Split(cfg.targets, ","), key)
 	}
 	fmt.Fprintf(v.w, "iwarp perf -vs-tcp: client pid %d, server %s (another process), GOMAXPROCS %d, %d CPUs, %d interleaved pairs of %v trials%s\n",
-		os.Getpid(), ep.iwarpAddr, v.run.GOMAXPROCS, v.run.NumCPU, cfg.pairs, cfg.duration2, loadAverage())
+		os.Getpid(), ep.iwarpAddr, v.run.GOMAXPROCS, v.run.NumCPU, cfg.pairs, cfg.trial, loadAverage())
 	for _, s := range v.specs() {
 		if !want(s.key) {
 			continue
