@@ -34,12 +34,12 @@ type perfConfig struct {
 	progress bool // a progress line on stdout (a terminal)
 
 	// --vs-tcp
-	vsTCP     bool
-	pairs     int
-	idleQPs   int
-	loadQPs   int
-	targets   string
-	trial     time.Duration // duration of each --vs-tcp trial
+	vsTCP   bool
+	pairs   int
+	idleQPs int
+	loadQPs int
+	targets string
+	trial   time.Duration // duration of each --vs-tcp trial
 }
 
 // runPerf is "iwarp perf".
