@@ -141,10 +141,20 @@ func (e *RejectedError) Error() string {
 	return fmt.Sprintf("iwarp: connection rejected by the peer (private data %q)", e.PrivateData)
 }
 
+// wrapSetupError turns the startup's errors into the API's: a rejection
+// into *RejectedError, a Terminate either side sent into *TerminateError.
 func wrapSetupError(err error) error {
 	var re *mpa.RejectError
 	if errors.As(err, &re) {
 		return &RejectedError{PrivateData: re.PrivateData}
+	}
+	var st *mpa.SentTerminateError
+	if errors.As(err, &st) {
+		return &TerminateError{Code: termCode(st.Code), Sent: true, Cause: st.Cause}
+	}
+	var pt *mpa.PeerTerminateError
+	if errors.As(err, &pt) {
+		return &TerminateError{Code: termCode(pt.Code), Control: pt.Control, SiwLayout: pt.SiwLayout}
 	}
 	return err
 }

@@ -77,7 +77,7 @@ func readULPDU(r *fpdu.Reader, buf *[rtrMaxULPDU]byte, rv uint8) (wire.ULPDU, er
 	}
 	u, err := wire.ParseULPDU(buf[:n])
 	if u.Header == wire.HeaderTerminate && (err == nil || errors.Is(err, wire.ErrTerminateHeaders)) {
-		return u, &PeerTerminateError{Code: u.Terminate.Code, Control: u.Terminate.Control, Ambiguous: u.Terminate.Ambiguous}
+		return u, &PeerTerminateError{Code: u.Terminate.Code, Control: u.Terminate.Control, Ambiguous: u.Terminate.Ambiguous, SiwLayout: u.Terminate.Layout == wire.LayoutSiw}
 	}
 	if err != nil {
 		return u, err

@@ -22,12 +22,37 @@ type PeerTerminateError struct {
 	// says it reads as a valid code in both layouts.
 	Control   [wire.TermControlLen]byte
 	Ambiguous bool
+	// SiwLayout says the control field was in Linux siw's layout.
+	SiwLayout bool
 }
 
 // Error returns "mpa: peer sent Terminate LAYER/TYPE/0xCODE (meaning)".
 func (e *PeerTerminateError) Error() string {
 	return "mpa: peer sent Terminate " + e.Code.String()
 }
+
+// SentTerminateError reports that this side ended the startup with a
+// Terminate message (RFC 5044 §7.1.2, RFC 6581 §9): Code is the Terminate's
+// code and Cause the violation found in the peer's frame (a
+// *wire.ProtocolError). Delivered is false when writing the Terminate
+// failed.
+type SentTerminateError struct {
+	Code      wire.TermCode
+	Cause     error
+	Delivered bool
+	WriteErr  error
+}
+
+// Error returns "mpa: sent Terminate LAYER/TYPE/0xCODE (meaning): cause".
+func (e *SentTerminateError) Error() string {
+	if !e.Delivered {
+		return fmt.Sprintf("mpa: sending Terminate %v failed (%v): %v", e.Code, e.WriteErr, e.Cause)
+	}
+	return fmt.Sprintf("mpa: sent Terminate %v: %v", e.Code, e.Cause)
+}
+
+// Unwrap returns the violation.
+func (e *SentTerminateError) Unwrap() error { return e.Cause }
 
 // drainTime bounds how long a side that sent a Terminate reads and discards
 // input before closing (DESIGN.md: a close with unread input makes Linux
@@ -71,10 +96,7 @@ func (s *startup) terminate(fc *fpdu.Conn, p *Params, cause error) error {
 	werr := fc.Writer().WriteFPDU(appendTerminateULPDU(buf[:0], code, rdmapVersion(p)))
 	s.end()
 	closeAfterTerminate(s.nc)
-	if werr != nil {
-		return fmt.Errorf("mpa: sending Terminate %v failed (%v): %w", code, werr, cause)
-	}
-	return fmt.Errorf("mpa: sent Terminate %v: %w", code, cause)
+	return &SentTerminateError{Code: code, Cause: cause, Delivered: werr == nil, WriteErr: werr}
 }
 
 // closeAfterTerminate half-closes nc, discards input until the peer closes
