@@ -57,7 +57,7 @@ func runConform(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "conform: no -a given: running against an in-process `iwarp serve` at %s\n", target)
 	}
 	o := &conform.Options{
-		Dial: func(ctx context.Context) (net.Conn, error) { return dialRetry(ctx, target, *retry) },
+		Dial:  func(ctx context.Context) (net.Conn, error) { return dialRetry(ctx, target, *retry) },
 		NoCRC: *noCRC, Wait: *wait, StartupWait: *startupWait,
 	}
 	var cases []*conform.Case
