@@ -116,7 +116,7 @@ func ddpCases() []*Case {
 			Want: terminate(wire.TermDDPMSNRange, AttachDDP),
 		},
 		{
-			Name: "DDP/tagged-Write-inside-untagged-Send/accepted", Category: "MO",
+			Name: "DDP/tagged-Write-inside-untagged-Send/accepted", Category: "MO", Needs: NeedRegion,
 			Spec: "RFC 5041 §5: tagged and untagged segments are independent: a Write between two segments of a Send is placed and the Send completes",
 			Script: func(s *Session) error {
 				msn := s.NextMSN(wire.QNSend)
