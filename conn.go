@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/goiwarp/iwarp/internal/mpa"
@@ -229,7 +230,15 @@ type ListenConfig struct {
 	// MaxPending bounds the connection requests read but not yet taken by
 	// Accept, and the startups in progress (default 64 each).
 	MaxPending int
+	// MaxConnections bounds the connections accepted through this
+	// Listener that are still open (their QP not yet torn down); a new
+	// TCP connection beyond it is closed before its MPA startup (default
+	// DefaultMaxConnections; negative: no bound).
+	MaxConnections int
 }
+
+// DefaultMaxConnections is ListenConfig.MaxConnections' default.
+const DefaultMaxConnections = 4096
 
 // Listener accepts iWARP connections: it reads each new connection's MPA
 // Request in the background and hands complete requests to Accept.
@@ -238,6 +247,7 @@ type Listener struct {
 	cfg  ListenConfig
 	reqs chan *ConnRequest
 	sem  chan struct{}
+	open atomic.Int64 // accepted connections whose QP is not torn down yet
 
 	closeOnce sync.Once
 	done      chan struct{}
@@ -262,6 +272,9 @@ func NewListener(ln net.Listener, cfg *ListenConfig) *Listener {
 	}
 	if l.cfg.MaxPending <= 0 {
 		l.cfg.MaxPending = 64
+	}
+	if l.cfg.MaxConnections == 0 {
+		l.cfg.MaxConnections = DefaultMaxConnections
 	}
 	l.reqs = make(chan *ConnRequest, l.cfg.MaxPending)
 	l.sem = make(chan struct{}, l.cfg.MaxPending)
@@ -312,13 +325,17 @@ func (l *Listener) startup(nc net.Conn) {
 		case <-ctx.Done():
 		}
 	}()
+	if max := l.cfg.MaxConnections; max > 0 && l.open.Load() >= int64(max) {
+		nc.Close() // over the connection limit: refused before any MPA byte
+		return
+	}
 	tuneConn(nc)
 	req, err := mpa.ReadRequest(ctx, nc, &mpa.Limits{MaxPrivateData: l.cfg.MaxPrivateData, Timeout: l.cfg.StartupTimeout})
 	if err != nil {
 		nc.Close() // a garbage or stalled startup: mpa.md says close
 		return
 	}
-	cr := &ConnRequest{nc: nc, req: req}
+	cr := &ConnRequest{nc: nc, req: req, l: l}
 	select {
 	case l.reqs <- cr:
 	case <-l.done:
@@ -361,6 +378,7 @@ func (l *Listener) Close() error {
 type ConnRequest struct {
 	nc  net.Conn
 	req *mpa.Request
+	l   *Listener // the Listener that read it, or nil (ReadConnRequest)
 }
 
 // ReadConnRequest reads an MPA Request from a connection the caller
@@ -406,7 +424,12 @@ func (r *ConnRequest) Accept(ctx context.Context, qp *QP, opts *ConnOptions) err
 		r.nc.Close()
 		return wrapSetupError(err)
 	}
+	if r.l != nil { // counted until the QP is torn down (Device.qpDone)
+		r.l.open.Add(1)
+		qp.listener.Store(r.l)
+	}
 	if err := qp.start(c); err != nil {
+		qp.releaseListener()
 		c.Close()
 		return err
 	}

@@ -68,6 +68,9 @@ func (d *Device) DroppedEvents() uint64 { return d.ev.dropped.Load() }
 // qpDone is the engine's teardown callback.
 func (d *Device) qpDone(eqp *engine.QP) {
 	qp, _ := eqp.User.(*QP)
+	if qp != nil {
+		qp.releaseListener()
+	}
 	err := eqp.Err()
 	ev := Event{QP: qp, Err: wrapEngineError(err)}
 	switch {

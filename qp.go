@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/goiwarp/iwarp/internal/engine"
@@ -69,6 +70,18 @@ type QP struct {
 
 	wmu     sync.Mutex // guards waiters
 	waiters []chan engine.CQE
+
+	// listener is the Listener whose open-connection count includes this
+	// QP, until its teardown releases it (set once by ConnRequest.Accept,
+	// taken once by releaseListener).
+	listener atomic.Pointer[Listener]
+}
+
+// releaseListener takes the QP out of its Listener's connection count.
+func (qp *QP) releaseListener() {
+	if l := qp.listener.Swap(nil); l != nil {
+		l.open.Add(-1)
+	}
 }
 
 // Errors of the QP API.
