@@ -80,6 +80,7 @@ func setupNetns(t *testing.T) *netnsPath {
 			t.Skipf("no %q in PATH (iproute2): %v", tool, err)
 		}
 	}
+	removeStaleNetns(t)
 	p := &netnsPath{}
 	id := fmt.Sprintf("iwarpt%d-%d", os.Getpid(), netnsSeq.Add(1))
 	for i, side := range []string{"srv", "cli"} {
@@ -135,6 +136,25 @@ func setupNetns(t *testing.T) *netnsPath {
 		}
 	}
 	return p
+}
+
+// removeStaleNetns deletes the namespaces of earlier test processes that
+// were killed before their cleanup ran (named iwarpt<pid>-..., the pid no
+// longer running).
+func removeStaleNetns(t *testing.T) {
+	ents, _ := os.ReadDir("/run/netns")
+	for _, e := range ents {
+		pid, _, ok := strings.Cut(strings.TrimPrefix(e.Name(), "iwarpt"), "-")
+		if n, err := strconv.Atoi(pid); !strings.HasPrefix(e.Name(), "iwarpt") || !ok || err != nil || n == os.Getpid() {
+			continue
+		}
+		if _, err := os.Stat("/proc/" + pid); err == nil || !os.IsNotExist(err) {
+			continue
+		}
+		if out, err := run("ip", "netns", "del", e.Name()); err != nil {
+			t.Logf("stale namespace %s: ip netns del: %v: %s", e.Name(), err, out)
+		}
+	}
 }
 
 // run runs a command and returns its combined output.
