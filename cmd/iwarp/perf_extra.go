@@ -23,6 +23,9 @@ func (v *vsTCP) allocTarget(ctx context.Context) (targetVerdict, error) {
 	cfg.duration = max(v.cfg.trial/4, time.Millisecond)
 	for _, op := range ops {
 		for _, mode := range []string{"bw", "lat"} {
+			// The server counts allocations process-wide: let the previous
+			// test's connection finish tearing down first.
+			time.Sleep(100 * time.Millisecond)
 			var r perfResult
 			var err error
 			if mode == "bw" {
