@@ -285,7 +285,7 @@ func (v *vsTCP) printTargets() {
 	fmt.Fprintln(w, perfRule)
 	fmt.Fprintf(w, "targets (medians; ratio = median of per-pair ratios over clean pairs)%s\n", loadAverage())
 	fmt.Fprintln(w, perfRule)
-	fmt.Fprintf(w, "%-44s %-20s %-22s %-22s %-12s %-6s %s\n", "target", "goal", "ours", "raw TCP / reference", "measured", "noisy", "verdict")
+	fmt.Fprintf(w, "%-44s  %-20s  %-26s  %-26s  %-12s  %-6s  %s\n", "target", "goal", "ours", "raw TCP / reference", "measured", "noisy", "verdict")
 	for _, t := range v.run.Targets {
 		val := fmt.Sprintf("%.3fx", t.Value)
 		switch t.Unit {
@@ -296,14 +296,14 @@ func (v *vsTCP) printTargets() {
 		case "allocs/op":
 			val = fmt.Sprintf("%.4f", t.Value)
 		}
-		fmt.Fprintf(w, "%-44s %-20s %-22s %-22s %-12s %d/%-4d %s\n", t.Name, t.Goal, t.Ours, t.Raw, val, t.Noisy, len(t.Values), t.Verdict)
+		fmt.Fprintf(w, "%-44s  %-20s  %-26s  %-26s  %-12s  %-6s  %s\n", t.Name, t.Goal, t.Ours, t.Raw, val, fmt.Sprintf("%d/%d", t.Noisy, len(t.Values)), t.Verdict)
 	}
 	if len(v.run.Extra) > 0 {
 		fmt.Fprintln(w, perfRule)
 		fmt.Fprintln(w, "also measured")
 		fmt.Fprintln(w, perfRule)
 		for _, e := range v.run.Extra {
-			fmt.Fprintf(w, "%-44s %s\n", e.Name, e.Value)
+			fmt.Fprintf(w, "%-46s  %s\n", e.Name, e.Value)
 		}
 	}
 }
