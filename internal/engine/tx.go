@@ -162,7 +162,6 @@ func (qp *QP) pump(budget int) bool {
 	if t.stop {
 		return false
 	}
-	w := qp.conn.Writer()
 	if len(t.pend) > 0 {
 		if !qp.flushSent() {
 			return false
@@ -193,7 +192,10 @@ func (qp *QP) pump(budget int) bool {
 			if (len(t.pend) == batchMsgs || t.batch >= batchBytes) && !qp.flushSent() {
 				return false
 			}
-		} else if (t.batch >= batchBytes || w.Buffered() > batchBytes) && !qp.flushSent() {
+		} else if t.batch >= batchBytes && !qp.flushSent() {
+			// t.batch counts what was appended since the last flush
+			// (Writer.Buffered walks every queued piece: per segment, that
+			// was quadratic in the segments of a batch).
 			return false
 		}
 		if budget >= 0 && sent >= budget {
