@@ -28,7 +28,7 @@ func (qp *QP) fail(err error, sendTerm bool) {
 	if errors.As(err, &te) {
 		qp.state = StateTerminate
 		if sendTerm {
-			qp.termDue = te
+			qp.termDue, qp.termWanted = te, true
 		}
 	} else if qp.state != StateClosing {
 		qp.state = StateError
@@ -83,8 +83,12 @@ func (qp *QP) sendTerminateIfDue() bool {
 // it lets a due Terminate go out, drains input for a bounded time, closes
 // the connection, waits for the transmit role, and flushes every queue.
 func (qp *QP) teardown() {
+	// termWanted, not termDue: the transmit goroutine may already have
+	// taken and written the Terminate, which is then still in the socket's
+	// send buffer; closing with unread input now would make Linux send an
+	// RST and discard it.
 	qp.mu.Lock()
-	sending := qp.termDue != nil
+	sending := qp.termWanted
 	qp.mu.Unlock()
 	nc := qp.conn.NetConn()
 	if sending {

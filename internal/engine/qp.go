@@ -162,8 +162,12 @@ type QP struct {
 	wd    watchdog
 	stats Counters
 
-	termDue  *TerminateError // guarded by mu: a Terminate for the transmit role to send
-	termSent chan struct{}   // closed once it was sent
+	termDue *TerminateError // guarded by mu: a Terminate for the transmit role to send
+	// termWanted (guarded by mu) stays true once a Terminate was decided,
+	// after the transmit role took termDue: teardown then drains input so
+	// that closing does not reset the connection under the Terminate.
+	termWanted bool
+	termSent   chan struct{} // closed once it was sent
 
 	releaseOnce sync.Once
 
