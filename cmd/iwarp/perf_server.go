@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"sync/atomic"
+	"time"
 
 	"github.com/goiwarp/iwarp"
 )
@@ -88,7 +90,7 @@ type perfServerConn struct {
 	recv   *iwarp.MR // receive slots, d.size each (Sends)
 	report *iwarp.MR
 	rwrs   []iwarp.RecvWR // one prepared receive per slot
-	base   uint64         // mallocs once the connection was set up
+	base   atomic.Uint64  // mallocs once the connection is warm (baseAfterWarmup)
 }
 
 // servePerfConn sets up what the descriptor asks, accepts and serves the
@@ -117,7 +119,7 @@ func servePerfConn(ctx context.Context, pd *iwarp.PD, req *iwarp.ConnRequest) er
 	if err := req.Accept(ctx, s.qp, opts); err != nil {
 		return err
 	}
-	s.base = takeSnapshot(false).mallocs
+	s.base.Store(mallocsNow())
 	if d.op == perfIdle {
 		select {
 		case <-s.qp.Done():
@@ -125,6 +127,7 @@ func servePerfConn(ctx context.Context, pd *iwarp.PD, req *iwarp.ConnRequest) er
 		}
 		return nil
 	}
+	go s.baseAfterWarmup()
 	if err := s.serve(ctx); err != nil {
 		return fmt.Errorf("%v (lat %v, %d B): %w", d.op, d.flags&perfFlagLat != 0, d.size, err)
 	}
@@ -186,6 +189,31 @@ func (s *perfServerConn) newQP(pd *iwarp.PD, cfg *iwarp.QPConfig) error {
 	return err
 }
 
+// perfWarmFPDUs is how many FPDUs a connection receives before its
+// allocations count: the client's warm-up sends more than that.
+const perfWarmFPDUs = 12
+
+// baseAfterWarmup moves the allocation base to the moment the connection
+// has received perfWarmFPDUs FPDUs, so that what its first operations set
+// up once (the receive goroutine's buffers, the first Read Response's
+// arena) does not count per operation. The base is otherwise the end of
+// the connection setup.
+func (s *perfServerConn) baseAfterWarmup() {
+	t := time.NewTicker(2 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.qp.Done():
+			return
+		case <-t.C:
+		}
+		if s.qp.Stats().FPDUsReceived >= perfWarmFPDUs {
+			s.base.Store(mallocsNow())
+			return
+		}
+	}
+}
+
 // postRecv posts receive slot i. Receives are consumed in order, so every
 // slot has a buffer ("done" is told apart by its length, 0); write-imm
 // receives need none.
@@ -223,7 +251,7 @@ func (s *perfServerConn) serve(ctx context.Context) error {
 			}
 			if c.Len == 0 && !c.HasImmediate {
 				rep.sys = takeSnapshot(false)
-				rep.sys.base = s.base
+				rep.sys.base = s.base.Load()
 				rep.encode(s.report.Bytes())
 				err := s.qp.PostSend(iwarp.SendWR{ID: 1 << 62, Op: iwarp.OpSend, Flags: iwarp.Signaled, SGL: []iwarp.SGE{s.report.SGE(0, perfReportLen)}})
 				if err != nil {

@@ -17,13 +17,18 @@ func takeSnapshot(settle bool) sysSnapshot {
 		runtime.GC()
 		debug.FreeOSMemory()
 	}
+	m := mallocsNow()
+	return sysSnapshot{cpuNS: cpuTimeNS(), mallocs: m, rss: residentBytes()}
+}
+
+// mallocsNow returns the heap objects allocated so far by this process.
+func mallocsNow() uint64 {
 	s := [1]metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
 	metrics.Read(s[:])
-	var m uint64
-	if s[0].Value.Kind() == metrics.KindUint64 {
-		m = s[0].Value.Uint64()
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
 	}
-	return sysSnapshot{cpuNS: cpuTimeNS(), mallocs: m, rss: residentBytes()}
+	return s[0].Value.Uint64()
 }
 
 // residentBytes returns the resident set size from /proc (Linux), or 0.
