@@ -12,7 +12,6 @@ import (
 
 	"github.com/goiwarp/iwarp"
 	"github.com/goiwarp/iwarp/internal/conform"
-	"github.com/goiwarp/iwarp/internal/fpdu"
 	"github.com/goiwarp/iwarp/internal/mpa"
 	"github.com/goiwarp/iwarp/internal/wire"
 )
@@ -62,10 +61,7 @@ func TestHostileResponderUnofferedExtension_LLP_0_0x04(t *testing.T) {
 		t.Fatal("Connect accepted a Reply with an extension it did not offer")
 	}
 	u := conform.TerminateULPDU(wire.RDMAPVersion1, wire.TermLLPInvalidFrame, conform.AttachNone, conform.ULPDU{})
-	want := binary.BigEndian.AppendUint16(nil, uint16(len(u)))
-	want = append(want, u...)
-	want = append(want, make([]byte, fpdu.PadLen(len(u)))...)
-	want = binary.LittleEndian.AppendUint32(want, fpdu.CRC32c(want))
+	want := conform.RawFPDU(true, u)
 	if b := <-got; !bytes.Equal(b, want) {
 		t.Fatalf("our Initiator sent\n% x\nwant the Terminate FPDU\n% x", b, want)
 	}

@@ -31,7 +31,7 @@ func framingCases() []*Case {
 				if s.Params.SendMarkers {
 					return nil
 				}
-				return s.Raw(rawFPDU(s.Params.CRC, []byte{0x41, 0x43, 0x01, 0x00}))
+				return s.Raw(RawFPDU(s.Params.CRC, []byte{0x41, 0x43, 0x01, 0x00}))
 			},
 			Want: terminate(wire.TermLLPMarker, AttachNone),
 		},
@@ -86,9 +86,10 @@ func framingCases() []*Case {
 	}
 }
 
-// rawFPDU frames ulpdu by hand (for lengths the Writer refuses), with a
-// correct CRC when crc is on, in the Writer's byte order.
-func rawFPDU(crc bool, ulpdu []byte) []byte {
+// RawFPDU frames ulpdu by hand, without markers (also lengths the
+// fpdu.Writer refuses), with a correct CRC when crc is on, in the Writer's
+// byte order.
+func RawFPDU(crc bool, ulpdu []byte) []byte {
 	b := binary.BigEndian.AppendUint16(nil, uint16(len(ulpdu)))
 	b = append(b, ulpdu...)
 	b = append(b, make([]byte, fpdu.PadLen(len(ulpdu)))...)

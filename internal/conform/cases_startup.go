@@ -56,7 +56,7 @@ func startupCases() []*Case {
 			Spec: "RFC 5044 §7.1.2: the Initiator sends no FPDU before the Reply; an FPDU in the same segment as the Request is a protocol violation and the connection is closed",
 			Raw: func(ctx context.Context, nc net.Conn, o *Options) Observation {
 				req := request(o, nil)
-				req = append(req, rawFPDU(!o.NoCRC, Tagged(wire.RDMAPVersion1, wire.OpWrite, true, 0x77, 0, nil).Bytes)...)
+				req = append(req, RawFPDU(!o.NoCRC, Tagged(wire.RDMAPVersion1, wire.OpWrite, true, 0x77, 0, nil).Bytes)...)
 				_, _ = nc.Write(req)
 				return readReply(nc, o.wait())
 			},
