@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/goiwarp/iwarp"
@@ -39,6 +40,9 @@ type rpingOpts struct {
 	size           int
 	verbose        bool
 	validate       bool
+	persistent     bool          // server: serve connections until interrupted
+	dev            *iwarp.Device // shared by every connection (one expvar endpoint)
+	debug          bool          // print connection events
 	expvar         string
 	conn           iwarp.ConnOptions
 }
@@ -55,6 +59,8 @@ func runRping(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.size, "S", 100, "ping data size (at least 16 bytes; rping's minimum)")
 	fs.BoolVar(&o.verbose, "v", false, "display ping data")
 	fs.BoolVar(&o.validate, "V", false, "validate ping data")
+	fs.BoolVar(&o.persistent, "P", false, "persistent server: serve any number of clients, each on its own connection, until interrupted")
+	fs.BoolVar(&o.debug, "d", false, "debug: print connection events")
 	fs.StringVar(&o.expvar, "expvar", "", "serve the Device's counters as expvar JSON on this address (/debug/vars)")
 	noCRC := fs.Bool("nocrc", false, "do not ask for MPA CRCs")
 	rev1 := fs.Bool("mpa1", false, "use MPA revision 1")
@@ -74,11 +80,18 @@ func runRping(args []string, stdout, stderr io.Writer) int {
 	if *rev1 {
 		o.conn.MPARevision = 1
 	}
+	o.dev = iwarp.NewDevice(nil)
+	if o.expvar != "" {
+		if err := serveExpvar(o.expvar, o.dev); err != nil {
+			fmt.Fprintf(stderr, "iwarp rping: %v\n", err)
+			return 1
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	var err error
 	if o.server {
-		err = rpingServer(ctx, &o, stdout)
+		err = rpingServer(ctx, &o, stdout, stderr)
 	} else {
 		err = rpingClient(ctx, &o, stdout)
 	}
@@ -100,18 +113,25 @@ type rpingEnd struct {
 	rdmaMR  *iwarp.MR // client: the buffer the server writes; server: its Read sink / Write source
 }
 
-func newRpingEnd(o *rpingOpts) (*rpingEnd, error) {
-	dev := iwarp.NewDevice(nil)
-	if o.expvar != "" {
-		if err := serveExpvar(o.expvar, dev); err != nil {
-			return nil, err
+// close releases the connection's QP and memory (a persistent server
+// serves any number of connections).
+func (e *rpingEnd) close() {
+	e.qp.Close()
+	for _, mr := range []*iwarp.MR{e.recvMR, e.sendMR, e.startMR, e.rdmaMR} {
+		if mr != nil {
+			mr.Close()
 		}
 	}
-	pd, err := dev.AllocPD()
+	e.cq.Close()
+}
+
+// newRpingEnd allocates one connection's resources on o.dev.
+func newRpingEnd(o *rpingOpts) (*rpingEnd, error) {
+	pd, err := o.dev.AllocPD()
 	if err != nil {
 		return nil, err
 	}
-	cq, err := dev.NewCQ(16, nil)
+	cq, err := o.dev.NewCQ(16, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -232,21 +252,74 @@ func cstring(b []byte) []byte {
 	return b
 }
 
-func rpingServer(ctx context.Context, o *rpingOpts, w io.Writer) error {
+// rpingServer listens and serves one client, or with -P every client
+// concurrently until ctx ends (rping's persistent server; a client's
+// failure is reported and does not stop the others).
+func rpingServer(ctx context.Context, o *rpingOpts, w, errw io.Writer) error {
 	ln, err := iwarp.Listen("tcp", net.JoinHostPort(o.addr, strconv.Itoa(o.port)), nil)
 	if err != nil {
 		return err
 	}
 	defer ln.Close()
+	if !o.persistent {
+		req, err := ln.Accept(ctx)
+		if err != nil {
+			return err
+		}
+		return rpingServe(ctx, o, req, w)
+	}
+	var mu sync.Mutex // serialises the output of concurrent clients
+	lw := &lockedWriter{w: w, mu: &mu}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		req, err := ln.Accept(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil // interrupted: the persistent server's normal end
+			}
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			peer := req.RemoteAddr()
+			if o.debug {
+				fmt.Fprintf(lw, "connection request from %v\n", peer)
+			}
+			err := rpingServe(ctx, o, req, lw)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				fmt.Fprintf(errw, "iwarp rping: client %v: %v\n", peer, err)
+			} else if o.debug {
+				fmt.Fprintf(w, "client %v done\n", peer)
+			}
+		}()
+	}
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// rpingServe runs rping's server side on one connection request until the
+// client disconnects.
+func rpingServe(ctx context.Context, o *rpingOpts, req *iwarp.ConnRequest, w io.Writer) error {
 	e, err := newRpingEnd(o)
 	if err != nil {
+		_ = req.Reject(nil)
 		return err
 	}
-	defer e.qp.Close()
-	req, err := ln.Accept(ctx)
-	if err != nil {
-		return err
-	}
+	defer e.close()
 	actx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	err = req.Accept(actx, e.qp, &o.conn)
 	cancel()

@@ -2,11 +2,15 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/goiwarp/iwarp"
 )
 
 func freePort(t *testing.T) int {
@@ -60,4 +64,68 @@ func TestRpingLoopback(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRpingPersistentServer: with -P the server serves several clients,
+// one after another and two at once, and keeps listening until
+// interrupted; each client validates its pings.
+func TestRpingPersistentServer(t *testing.T) {
+	port := fmt.Sprint(freePort(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	o := &rpingOpts{server: true, addr: "127.0.0.1", port: mustAtoi(t, port), size: 64, persistent: true, dev: iwarp.NewDevice(nil)}
+	var sout, serr bytes.Buffer
+	done := make(chan error, 1)
+	go func() { done <- rpingServer(ctx, o, &sout, &serr) }()
+	client := func() error {
+		var cout, cerr bytes.Buffer
+		var code int
+		for i := 0; i < 50; i++ {
+			cout.Reset()
+			cerr.Reset()
+			code = runMain([]string{"rping", "-c", "-a", "127.0.0.1", "-p", port, "-C", "3", "-S", "64", "-V"}, &cout, &cerr)
+			if code == 0 || !strings.Contains(cerr.String(), "refused") {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if code != 0 {
+			return fmt.Errorf("client exited %d: %s", code, cerr.String())
+		}
+		return nil
+	}
+	for i := 0; i < 2; i++ {
+		if err := client(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errs := make(chan error, 2)
+	for i := 0; i < 2; i++ {
+		go func() { errs <- client() }()
+	}
+	for i := 0; i < 2; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("persistent server: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("persistent server did not stop when interrupted")
+	}
+	if serr.Len() != 0 {
+		t.Errorf("server errors: %s", serr.String())
+	}
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
