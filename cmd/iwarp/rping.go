@@ -65,6 +65,7 @@ func runRping(args []string, stdout, stderr io.Writer) int {
 	noCRC := fs.Bool("nocrc", false, "do not ask for MPA CRCs")
 	rev1 := fs.Bool("mpa1", false, "use MPA revision 1")
 	noP2P := fs.Bool("nop2p", false, "do not use RFC 6581 peer-to-peer mode")
+	noExt := fs.Bool("noext", false, "offer no RDMAP extension (behave like a peer without RFC 7306 and V2)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -76,7 +77,7 @@ func runRping(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "iwarp rping: -S must be 16 .. 1<<30")
 		return 2
 	}
-	o.conn.NoCRC, o.conn.NoP2P = *noCRC, *noP2P
+	o.conn.NoCRC, o.conn.NoP2P, o.conn.NoExtensions = *noCRC, *noP2P, *noExt
 	if *rev1 {
 		o.conn.MPARevision = 1
 	}

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/goiwarp/iwarp"
+)
+
+// extcheck connects to any responder (Linux siw's rping server in the
+// interop suite) and checks how this stack behaves when the peer does not
+// speak the RDMAP extensions, and how the peer's Terminates surface:
+//
+//   - no-ext: the peer did not agree to RFC 7306; FetchAdd, Immediate Data
+//     and Write with Immediate must fail locally with ErrNotSupportedByPeer
+//     and send nothing (the QP's FPDU counter does not move).
+//   - forced: RFC 7306 declared with ConnOptions.PeerExtensions; a FetchAdd
+//     and a Send behind it are posted. A peer without RFC 7306 answers with
+//     Terminate RDMAP/remote operation 0x06, which must surface as a received
+//     *TerminateError; the FetchAdd completes with an error, everything
+//     behind it flushed.
+//   - unknown-stag: a Write to an STag the peer does not know, then a Read;
+//     the peer's Terminate DDP/tagged 0x00 must surface, the Read fail.
+
+func init() {
+	register(&command{name: "extcheck", short: "checks against a peer without RDMAP extensions: local refusal, forced extension and unknown-STag Terminates", run: runExtcheck})
+}
+
+func runExtcheck(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("extcheck", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("a", "127.0.0.1:7174", "responder address host:port")
+	which := fs.String("case", "no-ext", "no-ext, forced or unknown-stag")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var err error
+	switch *which {
+	case "no-ext":
+		err = extNoExt(ctx, *addr, stdout)
+	case "forced":
+		err = extForced(ctx, *addr, stdout)
+	case "unknown-stag":
+		err = extUnknownSTag(ctx, *addr, stdout)
+	default:
+		fmt.Fprintf(stderr, "iwarp extcheck: unknown -case %q\n", *which)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stdout, "extcheck %s: FAIL: %v\n", *which, err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "extcheck %s: PASS\n", *which)
+	return 0
+}
+
+// extEnd is a connected QP with a local buffer.
+type extEnd struct {
+	cq  *iwarp.CQ
+	qp  *iwarp.QP
+	buf *iwarp.MR
+}
+
+func extConnect(ctx context.Context, addr string, opts *iwarp.ConnOptions) (*extEnd, error) {
+	dev := iwarp.NewDevice(nil)
+	pd, err := dev.AllocPD()
+	if err != nil {
+		return nil, err
+	}
+	e := &extEnd{}
+	if e.cq, err = dev.NewCQ(16, nil); err != nil {
+		return nil, err
+	}
+	if e.qp, err = pd.NewQP(&iwarp.QPConfig{SendCQ: e.cq, RecvCQ: e.cq, SendQueueDepth: 8, RecvQueueDepth: 2}); err != nil {
+		return nil, err
+	}
+	if e.buf, err = pd.RegisterMemory(make([]byte, 64), iwarp.AccessLocalWrite); err != nil {
+		return nil, err
+	}
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return e, e.qp.ConnectConn(ctx, nc, opts)
+}
+
+func extNoExt(ctx context.Context, addr string, w io.Writer) error {
+	e, err := extConnect(ctx, addr, nil)
+	if err != nil {
+		return err
+	}
+	defer e.qp.Close()
+	if a := e.qp.Attributes(); a.RFC7306 || a.V2 {
+		return fmt.Errorf("the peer agreed to RFC 7306 %v / V2 %v: this check needs a peer without extensions", a.RFC7306, a.V2)
+	}
+	before := e.qp.Stats().FPDUsSent
+	remote := iwarp.RemoteBuffer{STag: 0x00C0DE00, TO: 0, Len: 8}
+	calls := []struct {
+		name string
+		do   func() error
+	}{
+		{"FetchAdd", func() error { _, err := e.qp.FetchAdd(ctx, remote, 1); return err }},
+		{"CompareSwap", func() error { _, err := e.qp.CompareSwap(ctx, remote, 0, 1); return err }},
+		{"SendImmediate", func() error { return e.qp.SendImmediate(ctx, 7, false) }},
+		{"WriteWithImmediate", func() error { return e.qp.WriteWithImmediate(ctx, remote, 7, e.buf.SGE(0, 8)) }},
+	}
+	for _, c := range calls {
+		if err := c.do(); !errors.Is(err, iwarp.ErrNotSupportedByPeer) {
+			return fmt.Errorf("%s returned %v, want ErrNotSupportedByPeer", c.name, err)
+		}
+		fmt.Fprintf(w, "extcheck no-ext: %s refused locally: %v\n", c.name, iwarp.ErrNotSupportedByPeer)
+	}
+	if after := e.qp.Stats().FPDUsSent; after != before {
+		return fmt.Errorf("%d FPDUs went out for refused calls", after-before)
+	}
+	if e.qp.Err() != nil {
+		return fmt.Errorf("the QP failed: %v", e.qp.Err())
+	}
+	fmt.Fprintln(w, "extcheck no-ext: nothing sent, the connection still up")
+	return e.qp.Disconnect(ctx)
+}
+
+func extForced(ctx context.Context, addr string, w io.Writer) error {
+	e, err := extConnect(ctx, addr, &iwarp.ConnOptions{PeerExtensions: iwarp.ExtRFC7306})
+	if err != nil {
+		return err
+	}
+	defer e.qp.Close()
+	remote := iwarp.RemoteBuffer{STag: 0x00C0DE00, TO: 0, Len: 8}
+	wrs := []iwarp.SendWR{
+		{ID: 1, Op: iwarp.OpFetchAdd, Flags: iwarp.Signaled, Remote: remote, Add: 1},
+		{ID: 2, Op: iwarp.OpSend, Flags: iwarp.Signaled, SGL: []iwarp.SGE{e.buf.SGE(0, 16)}},
+		{ID: 3, Op: iwarp.OpSend, Flags: iwarp.Signaled, SGL: []iwarp.SGE{e.buf.SGE(16, 16)}},
+	}
+	if err := e.qp.PostSend(wrs...); err != nil {
+		return err
+	}
+	return extWaitTerminate(ctx, e, iwarp.TermRDMAPUnexpectedOpcode, 1, len(wrs), w, "forced")
+}
+
+func extUnknownSTag(ctx context.Context, addr string, w io.Writer) error {
+	e, err := extConnect(ctx, addr, nil)
+	if err != nil {
+		return err
+	}
+	defer e.qp.Close()
+	remote := iwarp.RemoteBuffer{STag: 0x00BADB00, TO: 0x1000, Len: 16}
+	wrs := []iwarp.SendWR{
+		{ID: 1, Op: iwarp.OpWrite, Flags: iwarp.Signaled, Remote: remote, SGL: []iwarp.SGE{e.buf.SGE(0, 16)}},
+		{ID: 2, Op: iwarp.OpRead, Flags: iwarp.Signaled, Remote: remote, SGL: []iwarp.SGE{e.buf.SGE(32, 16)}},
+	}
+	if err := e.qp.PostSend(wrs...); err != nil {
+		return err
+	}
+	return extWaitTerminate(ctx, e, iwarp.TermDDPInvalidSTag, 2, len(wrs), w, "unknown-stag")
+}
+
+// extWaitTerminate waits for the QP to end with the peer's Terminate code,
+// and checks that WR failID completed with an error and every later one
+// was flushed (earlier ones may have succeeded: handed to TCP), and that
+// all posted WRs completed.
+func extWaitTerminate(ctx context.Context, e *extEnd, code iwarp.TermCode, failID uint64, posted int, w io.Writer, name string) error {
+	select {
+	case <-e.qp.Done():
+	case <-ctx.Done():
+		return fmt.Errorf("no Terminate from the peer: %w", ctx.Err())
+	}
+	var te *iwarp.TerminateError
+	if err := e.qp.Err(); !errors.As(err, &te) || te.Sent || te.Code != code {
+		return fmt.Errorf("QP error %v, want a received Terminate %v", err, code)
+	}
+	fmt.Fprintf(w, "extcheck %s: received Terminate %v (control % x, siw layout %v)\n", name, te.Code, te.Control, te.SiwLayout)
+	var out [8]iwarp.Completion
+	n := e.cq.Poll(out[:])
+	if n != posted {
+		return fmt.Errorf("%d completions for %d posted WRs", n, posted)
+	}
+	for _, c := range out[:n] {
+		fmt.Fprintf(w, "extcheck %s: WR %d %v %v\n", name, c.ID, c.Op, c.Status)
+		switch {
+		case c.ID == failID && c.Status == iwarp.StatusSuccess:
+			return fmt.Errorf("WR %d succeeded", c.ID)
+		case c.ID > failID && c.Status != iwarp.StatusFlushed:
+			return fmt.Errorf("WR %d completed %v, want flushed", c.ID, c.Status)
+		}
+	}
+	return nil
+}
