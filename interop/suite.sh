@@ -1,0 +1,245 @@
+#!/usr/bin/env bash
+# The interop suite: our tools against Linux siw's own tools, in both
+# directions, in the VM of ../shared/interop (siw-vm.sh), for siw's default,
+# crc, p2p and v1 builds. Every case runs RUNS times (default 3) and passes
+# only if every run passes; a run passes only if
+#   - our side verified the data (exit 0, every ping / message seen),
+#   - the siw tool verified it (its -V / "end 0" / every ping, exit 0),
+#   - the guest's kernel log has no BUG or oops, and no siw error for the
+#     cases that expect none,
+#   - the session's capture (taken on the host's loopback, where QEMU's
+#     user-mode network hands the bytes over) decodes cleanly with
+#     `iwarp decode` (CRC good, no decoding error), and tshark agrees on
+#     every CRC ("Good CRC32") where CRC is on.
+# The last line is the summary:
+#   INTEROP: n passed, m failed, k skipped (reasons)
+#
+#   bash interop/suite.sh                    # from the repository root, as root
+#   VARIANTS="default" RUNS=1 bash interop/suite.sh
+#
+# Output and logs per run in $OUT (default /tmp/siw-interop). Exit status 1
+# if any case failed; a machine that cannot run the VM (not root, no qemu,
+# packages not fetchable) reports every case as skipped with the reason and
+# exits 0.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+VM=${SIW_VM:-../shared/interop/siw-vm.sh}
+OUT=${OUT:-/tmp/siw-interop}
+RUNS=${RUNS:-3}
+VARIANTS=${VARIANTS:-default crc p2p v1}
+W=${W:-$HOME/.cache/siw-vm}
+SHARE=$W/share
+Q=$SHARE/q
+COUNT=5
+mkdir -p "$OUT"
+pass=0 fail=0 skip=0 why=""
+results=()
+
+note_skip() { # n reason
+  skip=$((skip + $1))
+  case " $why " in *"$2"*) ;; *) why="${why:+$why; }$2" ;; esac
+}
+summary() {
+  printf '%s\n' "${results[@]}"
+  echo "INTEROP: $pass passed, $fail failed, $skip skipped${why:+ ($why)}"
+}
+
+# The cases of each variant (names only: used to count skips too).
+cases_for() {
+  case $1 in
+    default) echo "rping-ours-client-crc rping-ours-client-nocrc rping-siw-client-crc rping-siw-client-nocrc rdma-siw-client rdma-ours-client ext-refused-locally ext-forced-siw-terminate write-unknown-stag-siw-terminate" ;;
+    crc) echo "rping-ours-client-nocrc rping-siw-client-nocrc" ;;
+    p2p) echo "rping-ours-client-crc rping-siw-client-crc" ;;
+    v1) echo "rping-ours-client-crc rping-siw-client-crc" ;;
+  esac
+}
+PERFTEST_CASES=6 # send/write/read x bandwidth/latency
+
+total=0
+for v in $VARIANTS; do for c in $(cases_for "$v"); do total=$((total + 1)); done; done
+
+if [ "$(id -u)" != 0 ]; then note_skip $((total + PERFTEST_CASES)) "needs root"; summary; exit 0; fi
+if [ ! -x "$VM" ]; then note_skip $((total + PERFTEST_CASES)) "no $VM"; summary; exit 0; fi
+if ! command -v qemu-system-x86_64 >/dev/null 2>&1; then note_skip $((total + PERFTEST_CASES)) "qemu not installed"; summary; exit 0; fi
+if ! "$VM" build >"$OUT/build.log" 2>&1; then
+  note_skip $((total + PERFTEST_CASES)) "VM build failed (packages not fetchable?), see $OUT/build.log"; summary; exit 0
+fi
+go build -o "$OUT/iwarp" ./cmd/iwarp || { echo "INTEROP: 0 passed, $total failed, 0 skipped (build failed)"; exit 1; }
+IW=$OUT/iwarp
+note_skip $PERFTEST_CASES "perftest compatibility not implemented yet"
+
+# --- the guest agent: runs the scripts the host drops in $Q, one file each.
+mkdir -p "$Q"
+cat >"$SHARE/agent.sh" <<'EOF'
+Q=/mnt/host/q
+while [ ! -e $Q/stop ]; do
+  for f in $Q/*.sh; do
+    [ -e "$f" ] || continue
+    n=$(basename "$f" .sh)
+    mv "$f" /tmp/$n.sh
+    ( touch $Q/$n.started; sh /tmp/$n.sh >$Q/$n.out 2>&1; echo $? >$Q/$n.rc.tmp; mv $Q/$n.rc.tmp $Q/$n.rc ) &
+  done
+  sleep 0.2
+done
+EOF
+
+guest_submit() { # id command
+  printf 'dmesg -C\n%s\nrc=$?\ndmesg >/mnt/host/q/%s.dmesg\nexit $rc\n' "$2" "$1" >"$Q/$1.tmp"
+  mv "$Q/$1.tmp" "$Q/$1.sh"
+}
+guest_wait() { # id seconds: prints the exit status, or "timeout"
+  local i
+  for i in $(seq 1 $(($2 * 5))); do
+    if [ -e "$Q/$1.rc" ]; then cat "$Q/$1.rc"; return; fi
+    sleep 0.2
+  done
+  echo timeout
+}
+wait_started() { local i; for i in $(seq 1 100); do [ -e "$Q/$1.started" ] && return 0; sleep 0.2; done; return 1; }
+
+capture_start() { # port file
+  dumpcap -q -i lo -f "tcp port $1" -w "$2" >/dev/null 2>&1 &
+  cap=$!
+  local i; for i in $(seq 1 50); do [ -s "$2" ] && break; sleep 0.1; done
+  sleep 0.5
+}
+capture_stop() { sleep 0.5; kill -INT "$cap" 2>/dev/null; wait "$cap" 2>/dev/null; }
+
+# check_capture file port crc(on|off): iwarp decode and tshark verdicts.
+check_capture() {
+  local f=$1 port=$2 crc=$3 d
+  d=$("$IW" decode -port "$port" "$f" 2>&1)
+  echo "$d" >"${f%.pcapng}.decode"
+  echo "$d" | grep -q "summary:" || { echo "no iWARP connection decoded"; return 1; }
+  if echo "$d" | grep "summary:" | grep -q -E "bad [1-9]|errors [1-9]"; then echo "decode: CRC or decoding errors"; return 1; fi
+  if [ "$crc" = on ]; then
+    echo "$d" | grep "summary:" | grep -q "CRC on" || { echo "decode: CRC not on"; return 1; }
+    if command -v tshark >/dev/null 2>&1; then
+      local t good bad
+      t=$(tshark -r "$f" -o tcp.try_heuristic_first:TRUE -V 2>/dev/null | grep "CRC check:")
+      good=$(echo "$t" | grep -c "Good CRC32"); bad=$(echo "$t" | grep -v -c "Good CRC32")
+      [ -z "$t" ] && bad=0
+      [ "$good" -gt 0 ] && [ "$bad" = 0 ] || { echo "tshark: $good good, $bad not good CRCs"; return 1; }
+    fi
+  else
+    echo "$d" | grep "summary:" | grep -q "CRC off" || { echo "decode: CRC not off"; return 1; }
+  fi
+  return 0
+}
+
+# guest_clean id strict: no BUG/oops; with strict also no siw error.
+guest_clean() {
+  local log="$Q/$1.dmesg" out="$Q/$1.out"
+  if grep -a -q -E "kernel BUG|Oops|RIP:" "$log" "$out" 2>/dev/null; then echo "guest kernel BUG/oops"; return 1; fi
+  if [ "$2" = strict ] && grep -a -q -E "siw.*(error|TERMINATE|unknown)" "$log" 2>/dev/null; then echo "siw logged an error"; return 1; fi
+  return 0
+}
+
+hostport=7600
+# run_case variant case run: prints "ok" or the reason, per the rules above.
+run_case() {
+  local v=$1 c=$2 r=$3 id="$1-$2-$3" dir="$OUT/$1/$2/run$3" crc=on ours guest rc ok=1 reason=""
+  mkdir -p "$dir"
+  local ours_flags=""
+  case $c in *nocrc*) ours_flags="-nocrc"; [ "$v" = crc ] || crc=off ;; esac
+  case $c in
+    rping-ours-client-*)
+      guest_submit "$id" "rping -s -a 10.0.2.15 -p 7000 -v -C $COUNT"
+      wait_started "$id"; sleep 2
+      capture_start 17000 "$dir/session.pcapng"
+      ours=1
+      for i in $(seq 1 15); do
+        if "$IW" rping -c -a 127.0.0.1 -p 17000 -C $COUNT -S 64 -v -V $ours_flags >"$dir/ours.log" 2>&1; then ours=0; break; fi
+        grep -q -E "refused|reset|EOF|timed out" "$dir/ours.log" || break
+        sleep 1
+      done
+      rc=$(guest_wait "$id" 60); capture_stop
+      [ "$ours" = 0 ] && [ "$(grep -c '^ping data: rdma-ping-' "$dir/ours.log")" = $COUNT ] || { ok=0; reason="our client did not verify $COUNT pings"; }
+      [ "$rc" = 0 ] && [ "$(grep -a -c 'server ping data: rdma-ping-' "$Q/$id.out")" = $COUNT ] || { ok=0; reason="${reason:+$reason; }siw rping -s: exit $rc"; }
+      port=17000 ;;
+    rping-siw-client-*)
+      timeout 90 "$IW" rping -s -a 127.0.0.1 -p $hostport -v $ours_flags >"$dir/ours.log" 2>&1 &
+      local srv=$!
+      sleep 0.5
+      capture_start $hostport "$dir/session.pcapng"
+      guest_submit "$id" "rping -c -a 10.0.2.2 -p $hostport -C $COUNT -S 64 -v -V"
+      rc=$(guest_wait "$id" 60)
+      wait $srv; ours=$?; capture_stop
+      [ "$ours" = 0 ] && [ "$(grep -c '^server ping data: rdma-ping-' "$dir/ours.log")" = $COUNT ] || { ok=0; reason="our server exit $ours"; }
+      [ "$rc" = 0 ] && [ "$(grep -a -c '^ping data: rdma-ping-' "$Q/$id.out")" = $COUNT ] || { ok=0; reason="${reason:+$reason; }siw rping -c -V: exit $rc"; }
+      port=$hostport ;;
+    rdma-siw-client)
+      timeout 90 "$IW" rdma-server -a 127.0.0.1 -p $hostport >"$dir/ours.log" 2>&1 &
+      local srv=$!
+      sleep 0.5
+      capture_start $hostport "$dir/session.pcapng"
+      guest_submit "$id" "rdma_client -s 10.0.2.2 -p $hostport"
+      rc=$(guest_wait "$id" 60)
+      wait $srv; ours=$?; capture_stop
+      [ "$ours" = 0 ] && grep -q "received 16 zero bytes" "$dir/ours.log" || { ok=0; reason="our rdma-server exit $ours"; }
+      [ "$rc" = 0 ] && grep -a -q "rdma_client: end 0" "$Q/$id.out" || { ok=0; reason="${reason:+$reason; }rdma_client: exit $rc"; }
+      port=$hostport ;;
+    rdma-ours-client)
+      guest_submit "$id" "rdma_server -p 7001"
+      wait_started "$id"; sleep 2
+      capture_start 17001 "$dir/session.pcapng"
+      ours=1
+      for i in $(seq 1 15); do
+        if "$IW" rdma-client -s 127.0.0.1 -p 17001 >"$dir/ours.log" 2>&1; then ours=0; break; fi
+        grep -q -E "refused|reset|EOF|timed out" "$dir/ours.log" || break
+        sleep 1
+      done
+      rc=$(guest_wait "$id" 60); capture_stop
+      [ "$ours" = 0 ] && grep -q "received 16 zero bytes" "$dir/ours.log" || { ok=0; reason="our rdma-client exit $ours"; }
+      [ "$rc" = 0 ] && grep -a -q "rdma_server: end 0" "$Q/$id.out" || { ok=0; reason="${reason:+$reason; }rdma_server: exit $rc"; }
+      port=17001 ;;
+    ext-refused-locally|ext-forced-siw-terminate|write-unknown-stag-siw-terminate)
+      local which=no-ext
+      case $c in ext-forced*) which=forced ;; write-unknown*) which=unknown-stag ;; esac
+      guest_submit "$id" "timeout 40 rping -s -a 10.0.2.15 -p 7000 -C 1; true"
+      wait_started "$id"; sleep 2
+      capture_start 17000 "$dir/session.pcapng"
+      ours=1
+      for i in $(seq 1 15); do
+        if "$IW" extcheck -a 127.0.0.1:17000 -case $which >"$dir/ours.log" 2>&1; then ours=0; break; fi
+        grep -q -E "refused|reset|EOF|timed out" "$dir/ours.log" || break
+        sleep 1
+      done
+      rc=$(guest_wait "$id" 60); capture_stop
+      [ "$ours" = 0 ] || { ok=0; reason="extcheck $which: $(tail -n 1 "$dir/ours.log")"; }
+      [ "$which" = forced ] && { grep -a -q "unknown packet type 10" "$Q/$id.dmesg" || { ok=0; reason="${reason:+$reason; }siw did not log the unknown opcode"; }; }
+      port=17000 ;;
+  esac
+  cp "$Q/$id.out" "$dir/guest.log" 2>/dev/null; cp "$Q/$id.dmesg" "$dir/guest-dmesg.log" 2>/dev/null
+  local strict=strict
+  case $c in ext-*|write-unknown*) strict=lax ;; esac
+  local g; g=$(guest_clean "$id" $strict) || { ok=0; reason="${reason:+$reason; }$g"; }
+  local k; k=$(check_capture "$dir/session.pcapng" $port $crc) || { ok=0; reason="${reason:+$reason; }$k"; }
+  if [ $ok = 1 ]; then echo ok; else echo "$reason"; fi
+}
+
+for v in $VARIANTS; do
+  rm -rf "$Q"; mkdir -p "$Q"
+  SIW_VARIANT=$v TIMEOUT=1500 "$VM" run "sh /mnt/host/agent.sh" >"$OUT/vm-$v.log" 2>&1 &
+  vm=$!
+  for _ in $(seq 1 240); do grep -a -q "running /mnt/host/cmd.sh" "$OUT/vm-$v.log" 2>/dev/null && break; sleep 1; done
+  sleep 3
+  for c in $(cases_for "$v"); do
+    good=0 reasons=""
+    for r in $(seq 1 "$RUNS"); do
+      hostport=$((hostport + 1)) # each run its own port (run_case runs in a subshell)
+      res=$(run_case "$v" "$c" "$r")
+      if [ "$res" = ok ]; then good=$((good + 1)); else reasons="${reasons:+$reasons | }run $r: $res"; fi
+    done
+    if [ $good = "$RUNS" ]; then
+      pass=$((pass + 1)); results+=("PASS $v/$c ($good of $RUNS)")
+    else
+      fail=$((fail + 1)); results+=("FAIL $v/$c ($good of $RUNS): $reasons")
+    fi
+    echo "${results[-1]}"
+  done
+  touch "$Q/stop"
+  wait $vm
+done
+summary
+[ $fail = 0 ]
