@@ -60,9 +60,10 @@ for v in $VARIANTS; do for c in $(cases_for "$v"); do total=$((total + 1)); done
 
 if [ "$(id -u)" != 0 ]; then note_skip $((total + PERFTEST_CASES)) "needs root"; summary; exit 0; fi
 if [ ! -x "$VM" ]; then note_skip $((total + PERFTEST_CASES)) "no $VM"; summary; exit 0; fi
-if ! command -v qemu-system-x86_64 >/dev/null 2>&1; then note_skip $((total + PERFTEST_CASES)) "qemu not installed"; summary; exit 0; fi
+# build installs what the host needs (qemu, debootstrap) and the guest image,
+# cached in ~/.cache/siw-vm; without network access it fails: a skip.
 if ! "$VM" build >"$OUT/build.log" 2>&1; then
-  note_skip $((total + PERFTEST_CASES)) "VM build failed (packages not fetchable?), see $OUT/build.log"; summary; exit 0
+  note_skip $((total + PERFTEST_CASES)) "VM build failed: packages not fetchable or qemu not installable, see $OUT/build.log"; summary; exit 0
 fi
 go build -o "$OUT/iwarp" ./cmd/iwarp || { echo "INTEROP: 0 passed, $total failed, 0 skipped (build failed)"; exit 1; }
 IW=$OUT/iwarp
@@ -84,7 +85,9 @@ done
 EOF
 
 guest_submit() { # id command
-  printf 'dmesg -C\n%s\nrc=$?\ndmesg >/mnt/host/q/%s.dmesg\nexit $rc\n' "$2" "$1" >"$Q/$1.tmp"
+  # A server left over from an earlier case (a hostile one can leave siw's
+  # rping waiting forever) would hold the port: stop them first.
+  printf 'pkill -x rping; pkill -x rdma_server; sleep 0.3\ndmesg -C\n%s\nrc=$?\ndmesg >/mnt/host/q/%s.dmesg\nexit $rc\n' "$2" "$1" >"$Q/$1.tmp"
   mv "$Q/$1.tmp" "$Q/$1.sh"
 }
 guest_wait() { # id seconds: prints the exit status, or "timeout"
@@ -196,7 +199,7 @@ run_case() {
     ext-refused-locally|ext-forced-siw-terminate|write-unknown-stag-siw-terminate)
       local which=no-ext
       case $c in ext-forced*) which=forced ;; write-unknown*) which=unknown-stag ;; esac
-      guest_submit "$id" "timeout 40 rping -s -a 10.0.2.15 -p 7000 -C 1; true"
+      guest_submit "$id" "timeout 20 rping -s -a 10.0.2.15 -p 7000 -C 1; true"
       wait_started "$id"; sleep 2
       capture_start 17000 "$dir/session.pcapng"
       ours=1
