@@ -48,7 +48,7 @@ func runPerf(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var cfg perfConfig
 	server := fs.Bool("s", false, "run as the server (responder) only, on -a")
-	addr := fs.String("a", "", "server: address to listen on (default 127.0.0.1:7175; raw TCP on the next port); client: the server's address")
+	addr := fs.String("a", "", "with -s: the address to listen on (default 127.0.0.1:7175; raw TCP on the next port)")
 	client := fs.String("c", "", "run as a client of the server at this address (iWARP port; raw TCP on the next port)")
 	ops := fs.String("op", "all", "operations, comma-separated: "+strings.Join(perfOpNames(), ",")+" or all")
 	mode := fs.String("mode", "bw,lat", "what to measure: bw (bandwidth, message rate), lat (latency, blocking API), or both")
@@ -68,7 +68,7 @@ func runPerf(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.trial, "trial", 2*time.Second, "--vs-tcp: duration of each throughput trial")
 	fs.IntVar(&cfg.idleQPs, "idleqps", 1000, "--vs-tcp: idle connected QPs for the memory target")
 	fs.IntVar(&cfg.loadQPs, "loadqps", 64, "--vs-tcp: QPs writing at once for the aggregate target")
-	fs.StringVar(&cfg.targets, "targets", "", "--vs-tcp: comma-separated target names to run (default: all)")
+	fs.StringVar(&cfg.targets, "targets", "", "--vs-tcp: targets to run, comma-separated: write, write-crc, read, read-crc, send64, send64-crc, write-imm-lat, fetchadd-lat, qps, allocs, idle, extra (default: all)")
 	child := fs.Bool("child", false, "run as the all-in-one server child (internal)")
 	cpuProfile := fs.String("cpuprofile", "", "write CPU profiles: FILE.client, and FILE.server for the all-in-one server child (or FILE with -s)")
 	fs.Usage = func() {
