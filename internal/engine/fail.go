@@ -176,6 +176,14 @@ func (qp *QP) flushAll() {
 		qp.irq.at(0).release()
 		qp.irq.pop()
 	}
+	// Responses written but never flushed (the transmit role is held
+	// here: takeTxRole) still pin their source.
+	for i := range qp.tx.pend {
+		if m := &qp.tx.pend[i]; m.pin != nil {
+			m.pin.Release()
+			m.pin = nil
+		}
+	}
 	// A request accepted by the receive goroutine whose FPDU then failed
 	// its CRC check still pins its region (flushAll runs on that goroutine).
 	qp.rx.irqNew.release()

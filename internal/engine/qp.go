@@ -147,8 +147,10 @@ type QP struct {
 	// orq are this side's outstanding Reads, in order (at most ORD): their
 	// send-queue sequence numbers.
 	orq ring[uint64]
-	// irq are the peer's Reads to answer, in order (at most IRD); the first
-	// irqSent of them are being or have been transmitted.
+	// irq are the peer's Reads to answer, in order (at most IRD: one per
+	// IRD credit in use); the first irqSent of them (0 or 1) is being
+	// transmitted. A response leaves it when its last segment is handed
+	// to the Writer, with its credit (responseWritten).
 	irq     ring[irqEntry]
 	irqSent int
 	// irdInUse counts the peer's requests accepted and not yet answered
@@ -289,9 +291,9 @@ func (qp *QP) Start(c *fpdu.Conn, p Params) error {
 	qp.tx.msn = [4]uint32{p.FirstSendMSN, p.FirstReadMSN, 1, 1}
 	qp.rx.msn = [4]uint32{p.FirstPeerSendMSN, p.FirstPeerReadMSN, 1, 1}
 	qp.orq = newRing[uint64](p.ORD)
-	// Room for IRD requests being answered plus the response whose last
-	// segment is written but not yet flushed (see irdInUse).
-	qp.irq = newRing[irqEntry](p.IRD + 2)
+	// One entry per IRD credit: responses written but not yet flushed
+	// (batched, tx.pend) are no longer in it.
+	qp.irq = newRing[irqEntry](p.IRD)
 	qp.mu.Unlock()
 	qp.startWatchdog()
 	go qp.rxLoop()

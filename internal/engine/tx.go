@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/goiwarp/iwarp/internal/mem"
 	"github.com/goiwarp/iwarp/internal/wire"
 )
 
@@ -66,7 +67,7 @@ const (
 type txMsg struct {
 	kind  txKind
 	e     *sqEntry  // txSQ
-	r     *irqEntry // txResponse
+	r     *irqEntry // txResponse, until its last segment is written
 	off   uint64    // payload bytes already segmented
 	size  uint64
 	msn   uint32
@@ -75,6 +76,9 @@ type txMsg struct {
 	// immDone: a Write with Immediate's Write part has been segmented;
 	// the Immediate Data message is next.
 	immDone bool
+	// pin: a txResponse whose last segment is written has left the IRQ
+	// (responseWritten); its source stays pinned until it is sent.
+	pin *mem.Region
 }
 
 // takeRole takes the transmit role if it is free. If another goroutine
@@ -407,7 +411,7 @@ func (qp *QP) appendSegment() (int, bool, error) {
 		return 0, true, nil // nothing goes on the wire
 	case m.kind == txResponse && m.r.atomic:
 		err := qp.appendAtomicResponse(m.r)
-		qp.responseWritten()
+		qp.responseWritten(m)
 		return 0, true, err
 	case m.kind == txSQ && m.e.wr.Op.atomic():
 		return 0, true, qp.appendAtomicRequest(m)
@@ -470,7 +474,7 @@ func (qp *QP) appendSegment() (int, bool, error) {
 	qp.countSent(len(hdr) + int(n))
 	m.off += n
 	if m.kind == txResponse && h.Last {
-		qp.responseWritten()
+		qp.responseWritten(m)
 	}
 	if h.Last && m.kind == txSQ && (m.e.wr.Op == OpWriteImm || m.e.wr.Op == OpWriteImmSE) {
 		m.immDone = true
@@ -525,9 +529,10 @@ func (qp *QP) msgSent(m *txMsg) {
 	defer qp.mu.Unlock()
 	switch m.kind {
 	case txResponse:
-		m.r.release()
-		qp.irq.pop()
-		qp.irqSent--
+		if m.pin != nil {
+			m.pin.Release()
+			m.pin = nil
+		}
 	case txSQ:
 		if !m.e.wr.Op.outbound() {
 			m.e.complete = true
@@ -553,10 +558,19 @@ func (qp *QP) countSent(ulpdu int) {
 	}
 }
 
-// responseWritten frees the IRD credit of the response whose last segment
-// was just handed to the Writer.
-func (qp *QP) responseWritten() {
+// responseWritten frees the IRD credit of response m, whose last segment
+// was just handed to the Writer, and takes it out of the IRQ (it is the
+// oldest entry: responses are written in order, one at a time). Slot and
+// credit are freed together: the peer may send a new request as soon as
+// the bytes reach the socket, before the flush (of a whole batch) returns
+// and msgSent runs, and the IRQ must have room for it. m keeps the
+// source's pin until it is sent.
+func (qp *QP) responseWritten(m *txMsg) {
 	qp.mu.Lock()
+	m.pin, m.r.region = m.r.region, nil
+	m.r = nil
+	qp.irq.pop()
+	qp.irqSent--
 	qp.irdInUse--
 	qp.mu.Unlock()
 }
