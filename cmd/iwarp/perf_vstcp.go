@@ -156,6 +156,17 @@ func runVsTCP(ctx context.Context, ep *perfEndpoint, cfg *perfConfig, stdout io.
 	want := func(key string) bool {
 		return cfg.targets == "" || slices.Contains(strings.Split(cfg.targets, ","), key)
 	}
+	if cfg.targets != "" {
+		known := []string{"allocs", "idle", "extra"}
+		for _, s := range v.specs() {
+			known = append(known, s.key)
+		}
+		for _, k := range strings.Split(cfg.targets, ",") {
+			if !slices.Contains(known, k) {
+				return fmt.Errorf("unknown target %q (have %s)", k, strings.Join(known, ", "))
+			}
+		}
+	}
 	fmt.Fprintf(v.w, "iwarp perf -vs-tcp: client pid %d, server %s (another process), GOMAXPROCS %d, %d CPUs, %d interleaved pairs of %v trials%s\n",
 		os.Getpid(), ep.iwarpAddr, v.run.GOMAXPROCS, v.run.NumCPU, cfg.pairs, cfg.trial, loadAverage())
 	for _, s := range v.specs() {
