@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/goiwarp/iwarp"
@@ -34,7 +35,10 @@ func TestAtomicCounterManyQPs(t *testing.T) {
 		t.Fatal(err)
 	}
 	remote := counter.Remote()
-	ctx := ctx10(t)
+	// 80,000 round trips: under -race on a loaded 2-core machine that can
+	// take most of 10 s, so this test has a minute (a hang still fails it).
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	var wg sync.WaitGroup
 	errs := make(chan error, qps+1)
 	for i := 0; i < qps; i++ {
