@@ -48,7 +48,7 @@ summary() {
 cases_for() {
   case $1 in
     default) echo "rping-ours-client-crc rping-ours-client-nocrc rping-siw-client-crc rping-siw-client-nocrc rdma-siw-client rdma-ours-client ext-refused-locally ext-forced-siw-terminate write-unknown-stag-siw-terminate" ;;
-    crc) echo "rping-ours-client-nocrc rping-siw-client-nocrc" ;;
+    crc) echo "rping-ours-client-crc rping-siw-client-nocrc" ;; # siw's mpa_crc_required acts in its Requests only
     p2p) echo "rping-ours-client-crc rping-siw-client-crc" ;;
     v1) echo "rping-ours-client-crc rping-siw-client-crc" ;;
   esac
@@ -90,6 +90,15 @@ guest_submit() { # id command
   printf 'pkill -x rping; pkill -x rdma_server; sleep 0.3\ndmesg -C\n%s\nrc=$?\ndmesg >/mnt/host/q/%s.dmesg\nexit $rc\n' "$2" "$1" >"$Q/$1.tmp"
   mv "$Q/$1.tmp" "$Q/$1.sh"
 }
+# guest_serve id command: a server in the guest, which says it is ready
+# (listening, after the old ones are gone) before the host dials it.
+guest_serve() {
+  guest_submit "$1" "$2 &
+srv=\$!
+sleep 1
+touch /mnt/host/q/$1.ready
+wait \$srv"
+}
 guest_wait() { # id seconds: prints the exit status, or "timeout"
   local i
   for i in $(seq 1 $(($2 * 5))); do
@@ -98,7 +107,7 @@ guest_wait() { # id seconds: prints the exit status, or "timeout"
   done
   echo timeout
 }
-wait_started() { local i; for i in $(seq 1 100); do [ -e "$Q/$1.started" ] && return 0; sleep 0.2; done; return 1; }
+wait_ready() { local i; for i in $(seq 1 150); do [ -e "$Q/$1.ready" ] && return 0; sleep 0.2; done; return 1; }
 
 capture_start() { # port file
   dumpcap -q -i lo -f "tcp port $1" -w "$2" >/dev/null 2>&1 &
@@ -138,35 +147,43 @@ guest_clean() {
   return 0
 }
 
-hostport=7600
+hostport=7600 gslot=0
+# Host 127.0.0.1:17100+k reaches guest port 7100+k: one per run.
+FWD=tcp:127.0.0.1:17000-10.0.2.15:7000,tcp:127.0.0.1:17001-10.0.2.15:7001
+for k in $(seq 0 59); do FWD="$FWD,tcp:127.0.0.1:$((17100 + k))-10.0.2.15:$((7100 + k))"; done
 # run_case variant case run: prints "ok" or the reason, per the rules above.
 run_case() {
   local v=$1 c=$2 r=$3 id="$1-$2-$3" dir="$OUT/$1/$2/run$3" crc=on ours guest rc ok=1 reason=""
   mkdir -p "$dir"
   local ours_flags=""
-  case $c in *nocrc*) ours_flags="-nocrc"; [ "$v" = crc ] || crc=off ;; esac
+  case $c in *nocrc*) ours_flags="-nocrc"; crc=off ;; esac
+  # siw built with mpa_crc_required asks for CRC in its Request.
+  case $v/$c in crc/rping-siw-client-*) crc=on ;; esac
+  # A guest server gets a port of its own per run: after a hostile case
+  # siw keeps the old one bound for a while ("Address already in use").
+  local gport=$((7100 + gslot)) hport=$((17100 + gslot))
   case $c in
     rping-ours-client-*)
-      guest_submit "$id" "rping -s -a 10.0.2.15 -p 7000 -v -C $COUNT"
-      wait_started "$id"; sleep 2
-      capture_start 17000 "$dir/session.pcapng"
+      guest_serve "$id" "rping -s -a 10.0.2.15 -p $gport -v -C $COUNT"
+      wait_ready "$id"
+      capture_start $hport "$dir/session.pcapng"
       ours=1
       for i in $(seq 1 15); do
-        if "$IW" rping -c -a 127.0.0.1 -p 17000 -C $COUNT -S 64 -v -V $ours_flags >"$dir/ours.log" 2>&1; then ours=0; break; fi
+        if "$IW" rping -c -a 127.0.0.1 -p $hport -C $COUNT -S 64 -v -V $ours_flags >"$dir/ours.log" 2>&1; then ours=0; break; fi
         grep -q -E "refused|reset|EOF|timed out" "$dir/ours.log" || break
         sleep 1
       done
-      rc=$(guest_wait "$id" 60); capture_stop
+      rc=$(guest_wait "$id" 90); capture_stop
       [ "$ours" = 0 ] && [ "$(grep -c '^ping data: rdma-ping-' "$dir/ours.log")" = $COUNT ] || { ok=0; reason="our client did not verify $COUNT pings"; }
       [ "$rc" = 0 ] && [ "$(grep -a -c 'server ping data: rdma-ping-' "$Q/$id.out")" = $COUNT ] || { ok=0; reason="${reason:+$reason; }siw rping -s: exit $rc"; }
-      port=17000 ;;
+      port=$hport ;;
     rping-siw-client-*)
       timeout 90 "$IW" rping -s -a 127.0.0.1 -p $hostport -v $ours_flags >"$dir/ours.log" 2>&1 &
       local srv=$!
       sleep 0.5
       capture_start $hostport "$dir/session.pcapng"
       guest_submit "$id" "rping -c -a 10.0.2.2 -p $hostport -C $COUNT -S 64 -v -V"
-      rc=$(guest_wait "$id" 60)
+      rc=$(guest_wait "$id" 90)
       wait $srv; ours=$?; capture_stop
       [ "$ours" = 0 ] && [ "$(grep -c '^server ping data: rdma-ping-' "$dir/ours.log")" = $COUNT ] || { ok=0; reason="our server exit $ours"; }
       [ "$rc" = 0 ] && [ "$(grep -a -c '^ping data: rdma-ping-' "$Q/$id.out")" = $COUNT ] || { ok=0; reason="${reason:+$reason; }siw rping -c -V: exit $rc"; }
@@ -177,41 +194,41 @@ run_case() {
       sleep 0.5
       capture_start $hostport "$dir/session.pcapng"
       guest_submit "$id" "rdma_client -s 10.0.2.2 -p $hostport"
-      rc=$(guest_wait "$id" 60)
+      rc=$(guest_wait "$id" 90)
       wait $srv; ours=$?; capture_stop
       [ "$ours" = 0 ] && grep -q "received 16 zero bytes" "$dir/ours.log" || { ok=0; reason="our rdma-server exit $ours"; }
       [ "$rc" = 0 ] && grep -a -q "rdma_client: end 0" "$Q/$id.out" || { ok=0; reason="${reason:+$reason; }rdma_client: exit $rc"; }
       port=$hostport ;;
     rdma-ours-client)
-      guest_submit "$id" "rdma_server -p 7001"
-      wait_started "$id"; sleep 2
-      capture_start 17001 "$dir/session.pcapng"
+      guest_serve "$id" "rdma_server -p $gport"
+      wait_ready "$id"
+      capture_start $hport "$dir/session.pcapng"
       ours=1
       for i in $(seq 1 15); do
-        if "$IW" rdma-client -s 127.0.0.1 -p 17001 >"$dir/ours.log" 2>&1; then ours=0; break; fi
+        if "$IW" rdma-client -s 127.0.0.1 -p $hport >"$dir/ours.log" 2>&1; then ours=0; break; fi
         grep -q -E "refused|reset|EOF|timed out" "$dir/ours.log" || break
         sleep 1
       done
-      rc=$(guest_wait "$id" 60); capture_stop
+      rc=$(guest_wait "$id" 90); capture_stop
       [ "$ours" = 0 ] && grep -q "received 16 zero bytes" "$dir/ours.log" || { ok=0; reason="our rdma-client exit $ours"; }
       [ "$rc" = 0 ] && grep -a -q "rdma_server: end 0" "$Q/$id.out" || { ok=0; reason="${reason:+$reason; }rdma_server: exit $rc"; }
-      port=17001 ;;
+      port=$hport ;;
     ext-refused-locally|ext-forced-siw-terminate|write-unknown-stag-siw-terminate)
       local which=no-ext
       case $c in ext-forced*) which=forced ;; write-unknown*) which=unknown-stag ;; esac
-      guest_submit "$id" "timeout 20 rping -s -a 10.0.2.15 -p 7000 -C 1; true"
-      wait_started "$id"; sleep 2
-      capture_start 17000 "$dir/session.pcapng"
+      guest_serve "$id" "timeout 20 rping -s -a 10.0.2.15 -p $gport -C 1"
+      wait_ready "$id"
+      capture_start $hport "$dir/session.pcapng"
       ours=1
       for i in $(seq 1 15); do
-        if "$IW" extcheck -a 127.0.0.1:17000 -case $which >"$dir/ours.log" 2>&1; then ours=0; break; fi
+        if "$IW" extcheck -a 127.0.0.1:$hport -case $which >"$dir/ours.log" 2>&1; then ours=0; break; fi
         grep -q -E "refused|reset|EOF|timed out" "$dir/ours.log" || break
         sleep 1
       done
-      rc=$(guest_wait "$id" 60); capture_stop
+      rc=$(guest_wait "$id" 90); capture_stop
       [ "$ours" = 0 ] || { ok=0; reason="extcheck $which: $(tail -n 1 "$dir/ours.log")"; }
       [ "$which" = forced ] && { grep -a -q "unknown packet type 10" "$Q/$id.dmesg" || { ok=0; reason="${reason:+$reason; }siw did not log the unknown opcode"; }; }
-      port=17000 ;;
+      port=$hport ;;
   esac
   cp "$Q/$id.out" "$dir/guest.log" 2>/dev/null; cp "$Q/$id.dmesg" "$dir/guest-dmesg.log" 2>/dev/null
   local strict=strict
@@ -223,14 +240,15 @@ run_case() {
 
 for v in $VARIANTS; do
   rm -rf "$Q"; mkdir -p "$Q"
-  SIW_VARIANT=$v TIMEOUT=1500 "$VM" run "sh /mnt/host/agent.sh" >"$OUT/vm-$v.log" 2>&1 &
+  gslot=0
+  HOSTFWD=$FWD SIW_VARIANT=$v TIMEOUT=1500 "$VM" run "sh /mnt/host/agent.sh" >"$OUT/vm-$v.log" 2>&1 &
   vm=$!
   for _ in $(seq 1 240); do grep -a -q "running /mnt/host/cmd.sh" "$OUT/vm-$v.log" 2>/dev/null && break; sleep 1; done
   sleep 3
   for c in $(cases_for "$v"); do
     good=0 reasons=""
     for r in $(seq 1 "$RUNS"); do
-      hostport=$((hostport + 1)) # each run its own port (run_case runs in a subshell)
+      hostport=$((hostport + 1)) gslot=$((gslot + 1)) # each run its own ports (run_case runs in a subshell)
       res=$(run_case "$v" "$c" "$r")
       if [ "$res" = ok ]; then good=$((good + 1)); else reasons="${reasons:+$reasons | }run $r: $res"; fi
     done
