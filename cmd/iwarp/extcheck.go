@@ -190,7 +190,7 @@ func extWaitTerminate(ctx context.Context, e *extEnd, code iwarp.TermCode, failI
 		case c.ID == failID && c.Status == iwarp.StatusSuccess:
 			return fmt.Errorf("WR %d succeeded", c.ID)
 		case c.ID > failID && c.Op == iwarp.OpRead && c.Status != iwarp.StatusFlushed:
-			return fmt.Errorf("Read WR %d completed %v, want flushed", c.ID, c.Status)
+			return fmt.Errorf("the Read (WR %d) completed %v, want flushed", c.ID, c.Status)
 		case c.ID > failID && c.Status != iwarp.StatusFlushed && c.Status != iwarp.StatusSuccess:
 			return fmt.Errorf("WR %d completed %v, want success (sent) or flushed", c.ID, c.Status)
 		}
