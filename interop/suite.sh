@@ -16,6 +16,7 @@
 #
 #   bash interop/suite.sh                    # from the repository root, as root
 #   VARIANTS="default" RUNS=1 bash interop/suite.sh
+#   ONLY='ext|unknown' VARIANTS=default bash interop/suite.sh   # cases matching a regexp
 #
 # Output and logs per run in $OUT (default /tmp/siw-interop). Exit status 1
 # if any case failed; a machine that cannot run the VM (not root, no qemu,
@@ -261,6 +262,7 @@ for v in $VARIANTS; do
   for _ in $(seq 1 240); do grep -a -q "running /mnt/host/cmd.sh" "$OUT/vm-$v.log" 2>/dev/null && break; sleep 1; done
   sleep 3
   for c in $(cases_for "$v"); do
+    if [ -n "${ONLY:-}" ] && ! [[ "$v/$c" =~ $ONLY ]]; then continue; fi
     good=0 reasons=""
     for r in $(seq 1 "$RUNS"); do
       hostport=$((hostport + 1)) gslot=$((gslot + 1)) # each run its own ports (run_case runs in a subshell)

@@ -31,7 +31,7 @@ func TestExtcheckAgainstPeerWithoutExtensions(t *testing.T) {
 			for i := 0; i < 50 && code != 0; i++ {
 				out.Reset()
 				errb.Reset()
-				code = runMain([]string{"extcheck", "-a", fmt.Sprintf("127.0.0.1:%d", port), "-case", c}, &out, &errb)
+				code = runMain([]string{"extcheck", "-a", fmt.Sprintf("127.0.0.1:%d", port), "-case", c, "-settle", "0"}, &out, &errb)
 				if !strings.Contains(out.String(), "refused") || strings.Contains(out.String(), "locally") {
 					break
 				}
