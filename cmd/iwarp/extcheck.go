@@ -135,7 +135,9 @@ func extForced(ctx context.Context, addr string, settle time.Duration, w io.Writ
 		return err
 	}
 	defer e.qp.Close()
-	time.Sleep(settle)
+	if err := extEstablish(ctx, e, settle); err != nil {
+		return err
+	}
 	remote := iwarp.RemoteBuffer{STag: 0x00C0DE00, TO: 0, Len: 8}
 	wrs := []iwarp.SendWR{
 		{ID: 1, Op: iwarp.OpFetchAdd, Flags: iwarp.Signaled, Remote: remote, Add: 1},
@@ -154,7 +156,9 @@ func extUnknownSTag(ctx context.Context, addr string, settle time.Duration, w io
 		return err
 	}
 	defer e.qp.Close()
-	time.Sleep(settle)
+	if err := extEstablish(ctx, e, settle); err != nil {
+		return err
+	}
 	remote := iwarp.RemoteBuffer{STag: 0x00BADB00, TO: 0x1000, Len: 16}
 	wrs := []iwarp.SendWR{
 		{ID: 1, Op: iwarp.OpWrite, Flags: iwarp.Signaled, Remote: remote, SGL: []iwarp.SGE{e.buf.SGE(0, 16)}},
@@ -164,6 +168,21 @@ func extUnknownSTag(ctx context.Context, addr string, settle time.Duration, w io
 		return err
 	}
 	return extWaitTerminate(ctx, e, iwarp.TermDDPInvalidSTag, 2, len(wrs), w, "unknown-stag")
+}
+
+// extEstablish sends a harmless first FPDU, a zero-length RDMA Write to
+// STag 1 (the shape of siw's own Write RTR), and waits settle. Linux siw
+// 6.1 reports a passive connection established to its iw_cm only when the
+// first FPDU arrives: if that first FPDU is already a violation, the
+// teardown races the establishment and iw_cm hits a kernel BUG
+// (iwcm.c:969) that breaks every later connection of the host
+// (docs/interop.md).
+func extEstablish(ctx context.Context, e *extEnd, settle time.Duration) error {
+	if err := e.qp.Write(ctx, iwarp.RemoteBuffer{STag: 1}); err != nil {
+		return fmt.Errorf("zero-length Write: %w", err)
+	}
+	time.Sleep(settle)
+	return nil
 }
 
 // extWaitTerminate waits for the QP to end with the peer's Terminate code,
