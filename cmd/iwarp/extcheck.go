@@ -36,7 +36,7 @@ func runExtcheck(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	addr := fs.String("a", "127.0.0.1:7174", "responder address host:port")
 	which := fs.String("case", "no-ext", "no-ext, forced or unknown-stag")
-	settle := fs.Duration("settle", time.Second, "wait this long after connecting before provoking the peer's Terminate (Linux siw 6.1's iw_cm hits a kernel BUG when a connection fails before it has handled its own establishment; docs/interop.md)")
+	settle := fs.Duration("settle", 5*time.Second, "wait this long after connecting before provoking the peer's Terminate (Linux siw 6.1's iw_cm hits a kernel BUG when a connection fails before it has handled its own establishment; docs/interop.md)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
