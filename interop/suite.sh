@@ -41,7 +41,6 @@ note_skip() { # n reason
   case " $why " in *"$2"*) ;; *) why="${why:+$why; }$2" ;; esac
 }
 summary() {
-  printf '%s\n' "${results[@]}"
   echo "INTEROP: $pass passed, $fail failed, $skip skipped${why:+ ($why)}"
 }
 
