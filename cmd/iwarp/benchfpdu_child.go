@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
+	"strings"
 
 	"github.com/goiwarp/iwarp/internal/fpdu"
 )
@@ -159,7 +161,14 @@ func benchChild() (addr string, stop func(), err error) {
 	if err != nil {
 		return "", nil, err
 	}
-	cmd := newBenchChildCmd(exe)
+	return startChild(newBenchChildCmd(exe))
+}
+
+// startChild starts cmd (this binary in a child role), reads the first
+// line it prints (its address), and returns it with a function that stops
+// the child by closing its stdin and waits for it. benchfpdu and perf use
+// it for their second process.
+func startChild(cmd *exec.Cmd) (line string, stop func(), err error) {
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return "", nil, err
@@ -175,10 +184,10 @@ func benchChild() (addr string, stop func(), err error) {
 		in.Close()
 		_ = cmd.Wait()
 	}
-	line, err := bufio.NewReader(out).ReadString('\n')
+	line, err = bufio.NewReader(out).ReadString('\n')
 	if err != nil {
 		stop()
-		return "", nil, fmt.Errorf("child did not start: %v", err)
+		return "", nil, fmt.Errorf("child %s did not start: %v", cmd.Args[1], err)
 	}
-	return line[:len(line)-1], stop, nil
+	return strings.TrimSpace(line), stop, nil
 }

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bufio"
-	"fmt"
 	"os"
 	"os/exec"
 	"runtime/pprof"
-	"strings"
 )
 
 // perfChildEnv marks the re-executed all-in-one server; test binaries
@@ -26,27 +23,7 @@ func startPerfChild(cpuProfile string) (string, func(), error) {
 	cmd := exec.Command(exe, "perf", "-child", "-cpuprofile", cpuProfile)
 	cmd.Env = append(os.Environ(), perfChildEnv+"=1")
 	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return "", nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return "", nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return "", nil, err
-	}
-	stop := func() {
-		in.Close()
-		_ = cmd.Wait()
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		stop()
-		return "", nil, fmt.Errorf("perf server child did not start: %v", err)
-	}
-	return strings.TrimSpace(line), stop, nil
+	return startChild(cmd)
 }
 
 // startCPUProfile profiles this process into the file name until the

@@ -109,40 +109,12 @@ func (ep *perfEndpoint) runLat(ctx context.Context, op perfOp, size int, cfg *pe
 		return res, err
 	}
 	defer l.c.close()
-	for range perfLatWarmup {
-		if err := l.once(ctx); err != nil {
-			return res, err
-		}
-	}
-	n := len(samples)
-	if cfg.iters > 0 {
-		n = min(n, cfg.iters)
-	}
-	samples = samples[:n]
-	k := 0
-	var cnt atomic.Uint64
-	stopProg := prog.track(fmt.Sprintf("%s lat %d B", op, res.Size), time.Now(), cfg.duration, func() (uint64, int) { return cnt.Load(), 0 })
 	before := takeSnapshot(false)
-	start := time.Now()
-	deadline := start.Add(cfg.duration)
-	t0 := start
-	for k < n {
-		if err := l.once(ctx); err != nil {
-			stopProg()
-			return res, err
-		}
-		t1 := time.Now()
-		samples[k] = t1.Sub(t0)
-		k++
-		cnt.Store(uint64(k))
-		t0 = t1
-		if cfg.iters == 0 && !t1.Before(deadline) {
-			break
-		}
-	}
-	elapsed := time.Since(start)
+	k, elapsed, err := sampleRoundTrips(fmt.Sprintf("%s lat %d B", op, res.Size), prog, cfg, samples, func() error { return l.once(ctx) })
 	after := takeSnapshot(false)
-	stopProg()
+	if err != nil {
+		return res, err
+	}
 	if err := l.c.postCtrl(0); err != nil {
 		return res, err
 	}
@@ -159,4 +131,43 @@ func (ep *perfEndpoint) runLat(ctx context.Context, op perfOp, size int, cfg *pe
 	res.setCPU(before, after, l.c.start, rep.sys)
 	res.Lat = latencyStats(samples[:k])
 	return res, nil
+}
+
+// sampleRoundTrips warms up with perfLatWarmup calls of once, then times
+// round trips back to back — each sample is the time since the previous one
+// ended — until samples is full, cfg.iters were taken or, without an
+// iteration count, cfg.duration has passed. It shows the progress line
+// meanwhile and returns how many samples it took and the time they took.
+// The latency runs of both transports (ours and raw TCP) use it.
+func sampleRoundTrips(label string, prog *progress, cfg *perfConfig, samples []time.Duration, once func() error) (int, time.Duration, error) {
+	for range perfLatWarmup {
+		if err := once(); err != nil {
+			return 0, 0, err
+		}
+	}
+	n := len(samples)
+	if cfg.iters > 0 {
+		n = min(n, cfg.iters)
+	}
+	var cnt atomic.Uint64
+	stopProg := prog.track(label, time.Now(), cfg.duration, func() (uint64, int) { return cnt.Load(), 0 })
+	defer stopProg()
+	start := time.Now()
+	deadline := start.Add(cfg.duration)
+	t0 := start
+	k := 0
+	for k < n {
+		if err := once(); err != nil {
+			return k, time.Since(start), err
+		}
+		t1 := time.Now()
+		samples[k] = t1.Sub(t0)
+		k++
+		cnt.Store(uint64(k))
+		t0 = t1
+		if cfg.iters == 0 && !t1.Before(deadline) {
+			break
+		}
+	}
+	return k, time.Since(start), nil
 }

@@ -208,38 +208,12 @@ func (ep *perfEndpoint) runTCPPingPong(ctx context.Context, size int, cfg *perfC
 		_, err := io.ReadFull(c, buf)
 		return err
 	}
-	for range perfLatWarmup {
-		if err := once(); err != nil {
-			return res, err
-		}
+	k, elapsed, err := sampleRoundTrips(fmt.Sprintf("tcp pingpong %d B", size), prog, cfg, samples, once)
+	if err != nil {
+		return res, err
 	}
-	n := len(samples)
-	if cfg.iters > 0 {
-		n = min(n, cfg.iters)
-	}
-	k := 0
-	var cnt atomic.Uint64
-	stopProg := prog.track(fmt.Sprintf("tcp pingpong %d B", size), time.Now(), cfg.duration, func() (uint64, int) { return cnt.Load(), 0 })
-	start := time.Now()
-	deadline := start.Add(cfg.duration)
-	t0 := start
-	for k < n {
-		if err := once(); err != nil {
-			stopProg()
-			return res, err
-		}
-		t1 := time.Now()
-		samples[k] = t1.Sub(t0)
-		k++
-		cnt.Store(uint64(k))
-		t0 = t1
-		if cfg.iters == 0 && !t1.Before(deadline) {
-			break
-		}
-	}
-	stopProg()
 	res.Ops = uint64(k)
-	res.setRates(time.Since(start))
+	res.setRates(elapsed)
 	res.Lat = latencyStats(samples[:k])
 	_ = c.CloseWrite()
 	return res, nil
