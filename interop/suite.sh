@@ -159,6 +159,19 @@ guest_clean() {
   return 0
 }
 
+# ours_dial log command...: runs our client, again while the guest server
+# is not reachable yet (QEMU accepts a forwarded connection before the
+# guest listens and closes it), at most 15 times; returns its status.
+ours_dial() {
+  local log=$1 i; shift
+  for i in $(seq 1 15); do
+    "$@" >"$log" 2>&1 && return 0
+    grep -q -E "refused|reset|EOF|timed out" "$log" || return 1
+    sleep 1
+  done
+  return 1
+}
+
 hostport=7600 gslot=0
 # Host 127.0.0.1:17100+k reaches guest port 7100+k: one per run.
 FWD=tcp:127.0.0.1:17000-10.0.2.15:7000,tcp:127.0.0.1:17001-10.0.2.15:7001
@@ -179,12 +192,7 @@ run_case() {
       guest_serve "$id" "rping -s -a 10.0.2.15 -p $gport -v -C $COUNT"
       wait_ready "$id"
       capture_start $hport "$dir/session.pcapng"
-      ours=1
-      for i in $(seq 1 15); do
-        if "$IW" rping -c -a 127.0.0.1 -p $hport -C $COUNT -S 64 -v -V $ours_flags >"$dir/ours.log" 2>&1; then ours=0; break; fi
-        grep -q -E "refused|reset|EOF|timed out" "$dir/ours.log" || break
-        sleep 1
-      done
+      ours_dial "$dir/ours.log" "$IW" rping -c -a 127.0.0.1 -p $hport -C $COUNT -S 64 -v -V $ours_flags; ours=$?
       rc=$(guest_wait "$id" 90); capture_stop
       [ "$ours" = 0 ] && [ "$(grep -c '^ping data: rdma-ping-' "$dir/ours.log")" = $COUNT ] || { ok=0; reason="our client did not verify $COUNT pings"; }
       [ "$rc" = 0 ] && [ "$(grep -a -c 'server ping data: rdma-ping-' "$Q/$id.out")" = $COUNT ] || { ok=0; reason="${reason:+$reason; }siw rping -s: exit $rc"; }
@@ -215,12 +223,7 @@ run_case() {
       guest_serve "$id" "rdma_server -p $gport"
       wait_ready "$id"
       capture_start $hport "$dir/session.pcapng"
-      ours=1
-      for i in $(seq 1 15); do
-        if "$IW" rdma-client -s 127.0.0.1 -p $hport >"$dir/ours.log" 2>&1; then ours=0; break; fi
-        grep -q -E "refused|reset|EOF|timed out" "$dir/ours.log" || break
-        sleep 1
-      done
+      ours_dial "$dir/ours.log" "$IW" rdma-client -s 127.0.0.1 -p $hport; ours=$?
       rc=$(guest_wait "$id" 90); capture_stop
       [ "$ours" = 0 ] && grep -q "received 16 zero bytes" "$dir/ours.log" || { ok=0; reason="our rdma-client exit $ours"; }
       [ "$rc" = 0 ] && grep -a -q "rdma_server: end 0" "$Q/$id.out" || { ok=0; reason="${reason:+$reason; }rdma_server: exit $rc"; }
@@ -231,12 +234,7 @@ run_case() {
       guest_serve_snap "$id" "timeout -s KILL 20 rping -s -a 10.0.2.15 -p $gport -C 1"
       wait_ready "$id"
       capture_start $hport "$dir/session.pcapng"
-      ours=1
-      for i in $(seq 1 15); do
-        if "$IW" extcheck -a 127.0.0.1:$hport -case $which >"$dir/ours.log" 2>&1; then ours=0; break; fi
-        grep -q -E "refused|reset|EOF|timed out" "$dir/ours.log" || break
-        sleep 1
-      done
+      ours_dial "$dir/ours.log" "$IW" extcheck -a 127.0.0.1:$hport -case $which; ours=$?
       capture_stop
       local i; for i in $(seq 1 75); do [ -e "$Q/$id.snap" ] && break; sleep 0.2; done
       rc=$(guest_wait "$id" 30) # siw's rping may stay blocked: not a failure here

@@ -13,6 +13,23 @@ import (
 	"github.com/goiwarp/iwarp"
 )
 
+// runDialing runs the CLI with args as a client of a server that may not
+// listen yet: while the connection is refused it tries again, up to 50
+// times. It returns the last exit status and outputs.
+func runDialing(args []string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	for i := 0; i < 50; i++ {
+		out.Reset()
+		errb.Reset()
+		code = runMain(args, &out, &errb)
+		if code == 0 || !strings.Contains(out.String()+errb.String(), "connection refused") {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return code, out.String(), errb.String()
+}
+
 func freePort(t *testing.T) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -34,19 +51,9 @@ func TestRpingLoopback(t *testing.T) {
 			go func() {
 				done <- runMain(append([]string{"rping", "-s", "-a", "127.0.0.1", "-p", port, "-v"}, extra...), &sout, &serr)
 			}()
-			var cout, cerr bytes.Buffer
-			var code int
-			for i := 0; i < 50; i++ { // until the server listens
-				cout.Reset()
-				cerr.Reset()
-				code = runMain(append([]string{"rping", "-c", "-a", "127.0.0.1", "-p", port, "-C", "5", "-S", "64", "-v", "-V"}, extra...), &cout, &cerr)
-				if code == 0 || !strings.Contains(cerr.String(), "refused") {
-					break
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+			code, cout, cerr := runDialing(append([]string{"rping", "-c", "-a", "127.0.0.1", "-p", port, "-C", "5", "-S", "64", "-v", "-V"}, extra...))
 			if code != 0 {
-				t.Fatalf("client exited %d: %s", code, cerr.String())
+				t.Fatalf("client exited %d: %s", code, cerr)
 			}
 			select {
 			case c := <-done:
@@ -56,8 +63,8 @@ func TestRpingLoopback(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("server did not exit after the client disconnected")
 			}
-			if n := strings.Count(cout.String(), "ping data: rdma-ping-"); n != 5 {
-				t.Errorf("client printed %d pings:\n%s", n, cout.String())
+			if n := strings.Count(cout, "ping data: rdma-ping-"); n != 5 {
+				t.Errorf("client printed %d pings:\n%s", n, cout)
 			}
 			if !strings.Contains(sout.String(), "server ping data: rdma-ping-4: EFGH") {
 				t.Errorf("server output:\n%s", sout.String())
@@ -77,19 +84,8 @@ func TestRpingPersistentServer(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- rpingServer(ctx, o, &sout, &serr) }()
 	client := func() error {
-		var cout, cerr bytes.Buffer
-		var code int
-		for i := 0; i < 50; i++ {
-			cout.Reset()
-			cerr.Reset()
-			code = runMain([]string{"rping", "-c", "-a", "127.0.0.1", "-p", port, "-C", "3", "-S", "64", "-V"}, &cout, &cerr)
-			if code == 0 || !strings.Contains(cerr.String(), "refused") {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		if code != 0 {
-			return fmt.Errorf("client exited %d: %s", code, cerr.String())
+		if code, _, cerr := runDialing([]string{"rping", "-c", "-a", "127.0.0.1", "-p", port, "-C", "3", "-S", "64", "-V"}); code != 0 {
+			return fmt.Errorf("client exited %d: %s", code, cerr)
 		}
 		return nil
 	}
