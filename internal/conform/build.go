@@ -36,11 +36,6 @@ func ReadRequest(rv uint8, msn uint32, r wire.ReadRequest) ULPDU {
 	return u
 }
 
-// ReadV2Request builds a V2 RDMA Read V2 Request with Read MSN msn.
-func ReadV2Request(msn uint32, r wire.ReadV2Request) ULPDU {
-	return Untagged(wire.RDMAPVersion2, wire.OpReadV2Request, true, wire.QNReadReq, msn, 0, wire.AppendReadV2Request(nil, &r))
-}
-
 // AtomicRequest builds an RFC 7306 Atomic Request with MSN msn on QN 1.
 func AtomicRequest(rv uint8, msn uint32, r wire.AtomicRequest) ULPDU {
 	return Untagged(rv, wire.OpAtomicRequest, true, wire.QNReadReq, msn, 0, wire.AppendAtomicRequest(nil, &r))

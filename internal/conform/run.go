@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/goiwarp/iwarp/internal/mpa"
 	"github.com/goiwarp/iwarp/internal/wire"
@@ -202,16 +201,4 @@ func judge(r Result) Result {
 		r.Verdict, r.Reason = Fail, "prescribed: "+c.Prescribed()
 	}
 	return r
-}
-
-// RunAll runs every case in cases one after another and returns the
-// results; each case has its own connection and at most perCase time.
-func RunAll(ctx context.Context, cases []*Case, o *Options, perCase time.Duration) []Result {
-	out := make([]Result, 0, len(cases))
-	for _, c := range cases {
-		cctx, cancel := context.WithTimeout(ctx, perCase)
-		out = append(out, Run(cctx, c, o))
-		cancel()
-	}
-	return out
 }

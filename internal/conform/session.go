@@ -114,9 +114,6 @@ func (s *Session) CloseWrite() error {
 	return s.nc.Close()
 }
 
-// Pause waits d (for cases that space their segments).
-func (s *Session) Pause(d time.Duration) { time.Sleep(d) }
-
 // start runs the MPA startup as Initiator.
 func start(ctx context.Context, c *Case, o *Options) (*Session, error) {
 	nc, err := o.Dial(ctx)
