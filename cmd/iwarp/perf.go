@@ -70,11 +70,13 @@ func runPerf(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.loadQPs, "loadqps", 64, "--vs-tcp: QPs writing at once for the aggregate target")
 	fs.StringVar(&cfg.targets, "targets", "", "--vs-tcp: targets to run, comma-separated: write, write-crc, read, read-crc, send64, send64-crc, write-imm-lat, fetchadd-lat, qps, allocs, idle, extra (default: all)")
 	child := fs.Bool("child", false, "run as the all-in-one server child (internal)")
+	perftest := fs.Bool("perftest", false, "speak perftest 4.5's protocol (ib_{write,send,read}_{bw,lat} -R): with -s serve a perftest client, with -c run against a perftest server (-op write|send|read, -mode bw|lat, -size, -n; default port 18515)")
 	cpuProfile := fs.String("cpuprofile", "", "write CPU profiles: FILE.client, and FILE.server for the all-in-one server child (or FILE with -s)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: iwarp perf [-op LIST] [-mode bw,lat] [-size N | -sweep] [-n N | -d D] [-q N] [-qps N] [-nocrc] [-json] [-png FILE]")
 		fmt.Fprintln(stderr, "       iwarp perf -vs-tcp [-pairs N] [-trial D] [-targets LIST]")
 		fmt.Fprintln(stderr, "       iwarp perf -s [-a ADDR]      (server)     iwarp perf -c ADDR ...   (client)")
+		fmt.Fprintln(stderr, "       iwarp perf -perftest [-s [-a ADDR] | -c HOST[:18515]] [-op write|send|read] [-mode bw|lat] [-size N] [-n N] [-nocrc]")
 		fmt.Fprintln(stderr, "Without -s or -c the server is a re-executed child process on loopback.")
 		fs.PrintDefaults()
 	}
@@ -102,6 +104,10 @@ func runPerf(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		defer stopProfile()
+	}
+	if *perftest {
+		return runPerftest(ctx, perftestArgs{server: *server, child: *child, addr: *addr, client: *client, op: *ops, mode: *mode,
+			size: *size, iters: cfg.iters, depth: cfg.depth, noCRC: *noCRC, set: setFlags(fs)}, stdout, stderr)
 	}
 	if *child || *server {
 		a := *addr
