@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -179,14 +180,11 @@ func ptClient(ctx context.Context, cfg *ptConfig, addr string, out io.Writer) er
 	if err := s.params(ctx); err != nil {
 		return err
 	}
-	if s.data, err = newPTData(s.pd, cfg, true, s.cycle, s.cache); err != nil {
-		return err
-	}
 	if err := s.zero(ctx); err != nil {
 		return err
 	}
-	if err := s.data.qp.Connect(ctx, "tcp", addr, s.connOpts()); err != nil {
-		return fmt.Errorf("connect (data connection): %w", err)
+	if err := s.connectData(ctx, addr); err != nil {
+		return err
 	}
 	if err := s.zero(ctx); err != nil {
 		return err
@@ -218,6 +216,33 @@ func ptClient(ctx context.Context, cfg *ptConfig, addr string, out io.Writer) er
 	s.data.qp.Disconnect(ctx)
 	s.comm.qp.Disconnect(ctx)
 	return nil
+}
+
+// connectData makes the data connection. A perftest server starts
+// listening for it only once it has answered the first synchronisation,
+// and through a port forward (QEMU's) a connection can be accepted and
+// closed before anyone listens: like perftest's client, try again, up to
+// ten times 100 ms apart, with a fresh QP each time.
+func (s *ptSession) connectData(ctx context.Context, addr string) error {
+	var err error
+	for try := 0; try < 10; try++ {
+		if s.data != nil {
+			s.data.close()
+			s.data = nil
+			time.Sleep(100 * time.Millisecond)
+		}
+		if s.data, err = newPTData(s.pd, s.cfg, true, s.cycle, s.cache); err != nil {
+			return err
+		}
+		if err = s.data.qp.Connect(ctx, "tcp", addr, s.connOpts()); err == nil {
+			return nil
+		}
+		var rej *iwarp.RejectedError
+		if ctx.Err() != nil || errors.As(err, &rej) {
+			break
+		}
+	}
+	return fmt.Errorf("connect (data connection): %w", err)
 }
 
 // ptServe waits for one perftest client on ln and runs its test.

@@ -191,7 +191,7 @@ func ptCapturedSession(t *testing.T, op, mode, pcap string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := perftestArgs{op: op, mode: mode, size: 64, iters: 5, noCRC: true, set: map[string]bool{"size": true, "n": true}}
+	args := perftestArgs{op: op, mode: mode, size: 64, iters: 5, noCRC: true, set: map[string]bool{"op": true, "mode": true, "size": true, "n": true}}
 	cfg, err := args.config()
 	if err != nil {
 		t.Fatal(err)
