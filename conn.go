@@ -65,6 +65,16 @@ type ConnOptions struct {
 	// window is not processed, and the connection hangs or siw's iw_cm
 	// trips a BUG (docs/interop.md). Default 100 ms; negative: no wait.
 	SettleDelay time.Duration
+	// ResponderSendsFirst (accepting side, without peer-to-peer mode) lets
+	// this side send before the Initiator's first FPDU has arrived. RFC 5044
+	// §7.1.2 forbids it (the Initiator may not be ready to receive yet;
+	// RFC 6581's peer-to-peer mode is the standard answer), so by default
+	// the first send waits for the Initiator's first FPDU. Set it only when
+	// the application protocol guarantees the Initiator is in full
+	// operation — e.g. perftest's ib_write_lat, whose server writes first
+	// once both sides have synchronised over another connection, and whose
+	// siw peers do not keep the rule.
+	ResponderSendsFirst bool
 }
 
 func (o *ConnOptions) mpaConfig(qp *QP) *mpa.Config {
@@ -97,6 +107,7 @@ func (o *ConnOptions) mpaConfig(qp *QP) *mpa.Config {
 	c.PrivateData = o.PrivateData
 	c.Timeout = o.Timeout
 	c.MaxPrivateData = o.MaxPrivateData
+	c.NoResponderHold = o.ResponderSendsFirst
 	return c
 }
 

@@ -34,6 +34,14 @@ type ptConfig struct {
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
+// ptLingerServer and ptLingerClient bound how long a side that has
+// finished waits for the peer to close the data connection first (the
+// client less: when both sides are ours, it closes first).
+const (
+	ptLingerServer = 2 * time.Second
+	ptLingerClient = 300 * time.Millisecond
+)
+
 // name is perftest's program name for the test.
 func (c *ptConfig) name() string {
 	m := "bw"
@@ -82,6 +90,7 @@ type ptSession struct {
 	cache  int // agreed cache line size
 	peerV  string
 	rem    ptRecord // the peer's data QP record
+	drain  ptDrainer
 }
 
 func newPTSession(cfg *ptConfig, client bool, out io.Writer) (*ptSession, error) {
@@ -106,7 +115,7 @@ func (s *ptSession) close() {
 }
 
 func (s *ptSession) connOpts() *iwarp.ConnOptions {
-	return &iwarp.ConnOptions{NoCRC: s.cfg.noCRC, Dialer: s.cfg.dial}
+	return &iwarp.ConnOptions{NoCRC: s.cfg.noCRC, Dialer: s.drain.dial(s.cfg.dial)}
 }
 
 // params runs the parameter messages: version, cycle buffer, cache line
@@ -197,6 +206,7 @@ func ptClient(ctx context.Context, cfg *ptConfig, addr string, out io.Writer) er
 	if err != nil {
 		return fmt.Errorf("%s: %w", cfg.name(), err)
 	}
+	s.drain.wait(ctx, time.Minute)
 	if cfg.recordAfter() {
 		if err := s.records(ctx, "end of test", 1); err != nil {
 			return err
@@ -213,9 +223,27 @@ func ptClient(ctx context.Context, cfg *ptConfig, addr string, out io.Writer) er
 		}
 	}
 	s.printResult(res)
+	s.linger(ctx)
 	s.data.qp.Disconnect(ctx)
 	s.comm.qp.Disconnect(ctx)
 	return nil
+}
+
+// linger lets the peer close the data connection first, for up to
+// a limit: a perftest peer may still be completing its last work
+// request when our FIN arrives, and siw then reports it in error (its
+// ib_write_lat and ib_read_lat exit 1). perftest 4.5's client closes the
+// data connection first, newer ones wait for the server.
+func (s *ptSession) linger(ctx context.Context) {
+	limit := ptLingerServer
+	if s.client {
+		limit = ptLingerClient
+	}
+	select {
+	case <-s.data.qp.Done():
+	case <-time.After(limit):
+	case <-ctx.Done():
+	}
 }
 
 // connectData makes the data connection. A perftest server starts
@@ -274,7 +302,13 @@ func ptServe(ctx context.Context, cfg *ptConfig, ln *iwarp.Listener, out io.Writ
 	if err != nil {
 		return fmt.Errorf("waiting for the data connection: %w", err)
 	}
-	if err := dreq.Accept(ctx, s.data.qp, s.connOpts()); err != nil {
+	dopts := s.connOpts()
+	// ib_write_lat's server writes first, before the client has sent
+	// anything on this connection (they synchronise on the other one):
+	// without peer-to-peer mode (siw's perftest offers none) that needs
+	// the Responder's hold rule waived.
+	dopts.ResponderSendsFirst = cfg.lat && cfg.op == perfWrite
+	if err := dreq.Accept(ctx, s.data.qp, dopts); err != nil {
 		return fmt.Errorf("accept (data connection from %v): %w", dreq.RemoteAddr(), err)
 	}
 	if err := s.zero(ctx); err != nil {
@@ -315,6 +349,7 @@ func ptServe(ctx context.Context, cfg *ptConfig, ln *iwarp.Listener, out io.Writ
 		}
 	}
 	s.printResult(res)
+	s.linger(ctx)
 	s.data.qp.Disconnect(ctx)
 	s.comm.qp.Disconnect(ctx)
 	return nil

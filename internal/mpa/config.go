@@ -70,6 +70,13 @@ type Config struct {
 	// Timeout bounds the startup when the context has no earlier deadline
 	// (0 means DefaultInitiatorTimeout or DefaultResponderTimeout).
 	Timeout time.Duration
+	// NoResponderHold (Responder) lets this side send FPDUs before the
+	// Initiator's first FPDU has arrived, against RFC 5044 §7.1.2 (the
+	// Responder "MUST receive and validate at least one FPDU before
+	// sending any"), when peer-to-peer mode is not in use. Only for ULPs
+	// that synchronise otherwise and whose Responder talks first (perftest's
+	// ib_write_lat over Linux siw, which does not keep the rule either).
+	NoResponderHold bool
 	// MaxULPDU bounds the ULPDU_Length accepted from the peer in full
 	// operation (fpdu.Options.MaxULPDU; 0 means 65535). The size to send
 	// is Conn.MULPDU.

@@ -126,7 +126,7 @@ func (r *Request) Accept(ctx context.Context, cfg *Config) (*Conn, error) {
 		return nil, s.fail(err)
 	}
 	p := &d.Params
-	fc := newFPDUConn(s, p, !p.P2P)
+	fc := newFPDUConn(s, p, !p.P2P && !cfg.NoResponderHold)
 	if p.P2P {
 		u, err := s.awaitFPDU(fc, p, stageRTR, func(u *wire.ULPDU) error { return checkRTR(u, p.RTR) })
 		if err != nil {
