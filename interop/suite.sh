@@ -47,27 +47,37 @@ summary() {
 # The cases of each variant (names only: used to count skips too).
 cases_for() {
   case $1 in
-    default) echo "rping-ours-client-crc rping-ours-client-nocrc rping-siw-client-crc rping-siw-client-nocrc rdma-siw-client rdma-ours-client ext-refused-locally write-unknown-stag-siw-terminate ext-forced-siw-terminate" ;; # last: see below
+    default) echo "rping-ours-client-crc rping-ours-client-nocrc rping-siw-client-crc rping-siw-client-nocrc rdma-siw-client rdma-ours-client $(perftest_cases) ext-refused-locally write-unknown-stag-siw-terminate ext-forced-siw-terminate" ;; # last: see below
     crc) echo "rping-ours-client-crc rping-siw-client-nocrc" ;; # siw's mpa_crc_required acts in its Requests only
     p2p) echo "rping-ours-client-crc rping-siw-client-crc" ;;
     v1) echo "rping-ours-client-crc rping-siw-client-crc" ;;
   esac
 }
-PERFTEST_CASES=6 # send/write/read x bandwidth/latency
+# perftest 4.5 (ib_{write,send,read}_{bw,lat} -R) against `iwarp perf
+# -perftest`, both directions: perftest-OP-MODE-siw-client (perftest's
+# client in the guest, our server on the host) and -ours-client.
+perftest_cases() {
+  local t d
+  for t in write-bw send-bw read-bw write-lat send-lat read-lat; do
+    for d in siw-client ours-client; do printf 'perftest-%s-%s ' "$t" "$d"; done
+  done
+}
+PERFTEST_VERSION=${PERFTEST_VERSION:-4.5+0.17-1}
+PT_BW="-s 4096 -n 1000" PT_LAT="-s 64 -n 500" # perftest's -s is the size; bw: beyond ib_send_bw's 512 receives, so credits flow
+pt_ours() { echo "$1" | sed -E 's/-s /-size /'; } # the same arguments for iwarp perf
 
 total=0
 for v in $VARIANTS; do for c in $(cases_for "$v"); do total=$((total + 1)); done; done
 
-if [ "$(id -u)" != 0 ]; then note_skip $((total + PERFTEST_CASES)) "needs root"; summary; exit 0; fi
-if [ ! -x "$VM" ]; then note_skip $((total + PERFTEST_CASES)) "no $VM"; summary; exit 0; fi
+if [ "$(id -u)" != 0 ]; then note_skip $total "needs root"; summary; exit 0; fi
+if [ ! -x "$VM" ]; then note_skip $total "no $VM"; summary; exit 0; fi
 # build installs what the host needs (qemu, debootstrap) and the guest image,
 # cached in ~/.cache/siw-vm; without network access it fails: a skip.
 if ! "$VM" build >"$OUT/build.log" 2>&1; then
-  note_skip $((total + PERFTEST_CASES)) "VM build failed: packages not fetchable or qemu not installable, see $OUT/build.log"; summary; exit 0
+  note_skip $total "VM build failed: packages not fetchable or qemu not installable, see $OUT/build.log"; summary; exit 0
 fi
 go build -o "$OUT/iwarp" ./cmd/iwarp || { echo "INTEROP: 0 passed, $total failed, 0 skipped (build failed)"; exit 1; }
 IW=$OUT/iwarp
-note_skip $PERFTEST_CASES "perftest compatibility not implemented yet"
 
 # --- the guest agent: runs the scripts the host drops in $Q, one file each.
 mkdir -p "$Q"
@@ -87,7 +97,7 @@ EOF
 guest_submit() { # id command
   # A server left over from an earlier case (a hostile one can leave siw's
   # rping waiting forever) would hold the port: stop them first.
-  printf 'pkill -x rping; pkill -x rdma_server; sleep 0.3\ndmesg -C\n%s\nrc=$?\ndmesg >/mnt/host/q/%s.dmesg\nexit $rc\n' "$2" "$1" >"$Q/$1.tmp"
+  printf 'pkill -x rping; pkill -x rdma_server; pkill -f "ib_(write|send|read)_(bw|lat)"; sleep 0.3\ndmesg -C\n%s\nrc=$?\ndmesg >/mnt/host/q/%s.dmesg\nexit $rc\n' "$2" "$1" >"$Q/$1.tmp"
   mv "$Q/$1.tmp" "$Q/$1.sh"
 }
 # guest_serve_snap id command: as guest_serve, and the kernel log is saved
@@ -131,13 +141,15 @@ capture_stop() { sleep 0.5; kill -INT "$cap" 2>/dev/null; wait "$cap" 2>/dev/nul
 
 # check_capture file port crc(on|off): iwarp decode and tshark verdicts.
 check_capture() {
+  # (here-strings, not echo pipes: with pipefail a grep -q that stops
+  # early kills a long echo with SIGPIPE and fails the check)
   local f=$1 port=$2 crc=$3 d
   d=$("$IW" decode -port "$port" "$f" 2>&1)
   echo "$d" >"${f%.pcapng}.decode"
-  echo "$d" | grep -q "summary:" || { echo "no iWARP connection decoded"; return 1; }
-  if echo "$d" | grep "summary:" | grep -q -E "bad [1-9]|errors [1-9]"; then echo "decode: CRC or decoding errors"; return 1; fi
+  grep -q "summary:" <<<"$d" || { echo "no iWARP connection decoded"; return 1; }
+  if grep "summary:" <<<"$d" | grep -q -E "bad [1-9]|errors [1-9]"; then echo "decode: CRC or decoding errors"; return 1; fi
   if [ "$crc" = on ]; then
-    echo "$d" | grep "summary:" | grep -q "CRC on" || { echo "decode: CRC not on"; return 1; }
+    grep "summary:" <<<"$d" | grep -q "CRC on" || { echo "decode: CRC not on"; return 1; }
     if command -v tshark >/dev/null 2>&1; then
       local t good bad
       t=$(tshark -r "$f" -o tcp.try_heuristic_first:TRUE -V 2>/dev/null | grep "CRC check:")
@@ -146,7 +158,7 @@ check_capture() {
       [ "$good" -gt 0 ] && [ "$bad" = 0 ] || { echo "tshark: $good good, $bad not good CRCs"; return 1; }
     fi
   else
-    echo "$d" | grep "summary:" | grep -q "CRC off" || { echo "decode: CRC not off"; return 1; }
+    grep "summary:" <<<"$d" | grep -q "CRC off" || { echo "decode: CRC not off"; return 1; }
   fi
   return 0
 }
@@ -170,6 +182,20 @@ ours_dial() {
     sleep 1
   done
   return 1
+}
+
+# perftest_verdict op mode "args" ours.log ours-status guest.log guest-status
+# siw-role: sets ok/reason. Ours must have verified its side ("verified:",
+# "done"); perftest must have exited 0 and, where it prints results (all
+# but the ib_read_lat server), printed the row of this size and iteration
+# count: perftest checks no data, its results are its verdict.
+perftest_verdict() {
+  local op=$1 mode=$2 args=$3 olog=$4 ours=$5 glog=$6 rc=$7 role=$8 size iters
+  size=$(echo "$args" | sed -E 's/.*-s ([0-9]+).*/\1/'); iters=$(echo "$args" | sed -E 's/.*-n ([0-9]+).*/\1/')
+  { [ "$ours" = 0 ] && grep -q '^verified: ' "$olog" && grep -q "ib_${op}_${mode}: done" "$olog"; } || { ok=0; reason="our side: exit $ours: $(tail -n 1 "$olog")"; }
+  if [ "$rc" != 0 ]; then ok=0; reason="${reason:+$reason; }ib_${op}_${mode} ($role): exit $rc"; return; fi
+  [ "$op/$mode/$role" = read/lat/server ] && return
+  grep -a -q -E "^ *$size +$iters +[0-9]" "$glog" || { ok=0; reason="${reason:+$reason; }ib_${op}_${mode} ($role) printed no result row for $size bytes x $iters"; }
 }
 
 hostport=7600 gslot=0
@@ -228,6 +254,28 @@ run_case() {
       [ "$ours" = 0 ] && grep -q "received 16 zero bytes" "$dir/ours.log" || { ok=0; reason="our rdma-client exit $ours"; }
       [ "$rc" = 0 ] && grep -a -q "rdma_server: end 0" "$Q/$id.out" || { ok=0; reason="${reason:+$reason; }rdma_server: exit $rc"; }
       port=$hport ;;
+    perftest-*-siw-client)
+      local t=${c#perftest-}; t=${t%-siw-client}; local op=${t%-*} mode=${t#*-} args=$PT_BW
+      [ "$mode" = lat ] && args=$PT_LAT
+      timeout 120 "$IW" perf -perftest -s -a 127.0.0.1:$hostport -op $op -mode $mode $(pt_ours "$args") >"$dir/ours.log" 2>&1 &
+      local srv=$!
+      sleep 0.5
+      capture_start $hostport "$dir/session.pcapng"
+      guest_submit "$id" "timeout 100 ib_${op}_${mode} -d siw0 -R -p $hostport $args 10.0.2.2"
+      rc=$(guest_wait "$id" 110)
+      wait $srv; ours=$?; capture_stop
+      perftest_verdict "$op" "$mode" "$args" "$dir/ours.log" "$ours" "$Q/$id.out" "$rc" client
+      port=$hostport ;;
+    perftest-*-ours-client)
+      local t=${c#perftest-}; t=${t%-ours-client}; local op=${t%-*} mode=${t#*-} args=$PT_BW
+      [ "$mode" = lat ] && args=$PT_LAT
+      guest_serve "$id" "timeout 100 ib_${op}_${mode} -d siw0 -R -p $gport $args"
+      wait_ready "$id"
+      capture_start $hport "$dir/session.pcapng"
+      ours_dial "$dir/ours.log" timeout 100 "$IW" perf -perftest -c 127.0.0.1:$hport -op $op -mode $mode $(pt_ours "$args"); ours=$?
+      rc=$(guest_wait "$id" 110); capture_stop
+      perftest_verdict "$op" "$mode" "$args" "$dir/ours.log" "$ours" "$Q/$id.out" "$rc" server
+      port=$hport ;;
     ext-refused-locally|ext-forced-siw-terminate|write-unknown-stag-siw-terminate)
       local which=no-ext
       case $c in ext-forced*) which=forced ;; write-unknown*) which=unknown-stag ;; esac
@@ -258,8 +306,22 @@ for v in $VARIANTS; do
   vm=$!
   for _ in $(seq 1 240); do grep -a -q "running /mnt/host/cmd.sh" "$OUT/vm-$v.log" 2>/dev/null && break; sleep 1; done
   sleep 3
+  ptver=""
+  if [[ " $(cases_for "$v") " == *" perftest-"* ]]; then
+    # The perftest cases are pinned to the version recorded in
+    # interop/captures/perftest (its exchange changes between versions).
+    guest_submit "$v-perftest-version" "dpkg-query -W -f='\${Version}\n' perftest"
+    guest_wait "$v-perftest-version" 30 >/dev/null
+    ptver=$(tr -d '\r' <"$Q/$v-perftest-version.out" 2>/dev/null | tail -n 1)
+    echo "perftest in the VM: ${ptver:-unknown}"
+  fi
   for c in $(cases_for "$v"); do
     if [ -n "${ONLY:-}" ] && ! [[ "$v/$c" =~ $ONLY ]]; then continue; fi
+    if [[ $c == perftest-* ]] && [ "$ptver" != "$PERFTEST_VERSION" ]; then
+      note_skip 1 "perftest ${ptver:-unknown} in the VM, the perftest cases are pinned to $PERFTEST_VERSION"
+      results+=("SKIP $v/$c"); echo "${results[-1]}"
+      continue
+    fi
     good=0 reasons=""
     for r in $(seq 1 "$RUNS"); do
       hostport=$((hostport + 1)) gslot=$((gslot + 1)) # each run its own ports (run_case runs in a subshell)
