@@ -64,6 +64,12 @@ perftest_cases() {
 }
 PERFTEST_VERSION=${PERFTEST_VERSION:-4.5+0.17-1}
 PT_BW="-s 4096 -n 1000" PT_LAT="-s 64 -n 500" # perftest's -s is the size; bw: beyond ib_send_bw's 512 receives, so credits flow
+# pt_case perftest-OP-MODE-WHO: sets op, mode and perftest's args.
+pt_case() {
+  local t=${1#perftest-}; t=${t%-*-client}
+  op=${t%-*} mode=${t#*-} args=$PT_BW
+  if [ "$mode" = lat ]; then args=$PT_LAT; fi
+}
 pt_ours() { echo "$1" | sed -E 's/-s /-size /'; } # the same arguments for iwarp perf
 
 total=0
@@ -255,8 +261,7 @@ run_case() {
       [ "$rc" = 0 ] && grep -a -q "rdma_server: end 0" "$Q/$id.out" || { ok=0; reason="${reason:+$reason; }rdma_server: exit $rc"; }
       port=$hport ;;
     perftest-*-siw-client)
-      local t=${c#perftest-}; t=${t%-siw-client}; local op=${t%-*} mode=${t#*-} args=$PT_BW
-      [ "$mode" = lat ] && args=$PT_LAT
+      local op mode args; pt_case "$c"
       timeout 120 "$IW" perf -perftest -s -a 127.0.0.1:$hostport -op $op -mode $mode $(pt_ours "$args") >"$dir/ours.log" 2>&1 &
       local srv=$!
       sleep 0.5
@@ -267,8 +272,7 @@ run_case() {
       perftest_verdict "$op" "$mode" "$args" "$dir/ours.log" "$ours" "$Q/$id.out" "$rc" client
       port=$hostport ;;
     perftest-*-ours-client)
-      local t=${c#perftest-}; t=${t%-ours-client}; local op=${t%-*} mode=${t#*-} args=$PT_BW
-      [ "$mode" = lat ] && args=$PT_LAT
+      local op mode args; pt_case "$c"
       guest_serve "$id" "timeout 100 ib_${op}_${mode} -d siw0 -R -p $gport $args"
       wait_ready "$id"
       capture_start $hport "$dir/session.pcapng"

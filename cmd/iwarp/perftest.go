@@ -222,11 +222,17 @@ func ptClient(ctx context.Context, cfg *ptConfig, addr string, out io.Writer) er
 			return err
 		}
 	}
+	s.finish(ctx, res)
+	return nil
+}
+
+// finish prints the result and closes both connections, the data
+// connection first.
+func (s *ptSession) finish(ctx context.Context, res *ptResult) {
 	s.printResult(res)
 	s.linger(ctx)
 	s.data.qp.Disconnect(ctx)
 	s.comm.qp.Disconnect(ctx)
-	return nil
 }
 
 // linger lets the peer close the data connection first, for up to
@@ -348,10 +354,7 @@ func ptServe(ctx context.Context, cfg *ptConfig, ln *iwarp.Listener, out io.Writ
 			return err
 		}
 	}
-	s.printResult(res)
-	s.linger(ctx)
-	s.data.qp.Disconnect(ctx)
-	s.comm.qp.Disconnect(ctx)
+	s.finish(ctx, res)
 	return nil
 }
 

@@ -76,16 +76,9 @@ func (d *ptData) sendBW(ctx context.Context) (*ptResult, error) {
 			}
 			continue
 		}
-		n, err := d.poll(ctx, comps)
-		if err != nil {
+		var err error
+		if completed, err = d.completeSends(ctx, comps, done, completed, start); err != nil {
 			return nil, err
-		}
-		for _, c := range comps[:n] {
-			if c.Status != iwarp.StatusSuccess {
-				return nil, fmt.Errorf("%v %d: %v: %w", c.Op, c.ID, c.Status, c.Err)
-			}
-			done[completed] = time.Since(start)
-			completed++
 		}
 	}
 	res := &ptResult{elapsed: done[iters-1], report: bwReport(d.cfg.size, done, depth)}

@@ -217,16 +217,9 @@ func (d *ptData) oneSidedBW(ctx context.Context, rem ptRecord) (*ptResult, error
 				return nil, err
 			}
 		}
-		n, err := d.poll(ctx, comps)
-		if err != nil {
+		var err error
+		if completed, err = d.completeSends(ctx, comps, done, completed, start); err != nil {
 			return nil, err
-		}
-		for _, c := range comps[:n] {
-			if c.Status != iwarp.StatusSuccess {
-				return nil, fmt.Errorf("%v %d: %v: %w", c.Op, c.ID, c.Status, c.Err)
-			}
-			done[completed] = time.Since(start)
-			completed++
 		}
 	}
 	res := &ptResult{elapsed: done[iters-1]}
@@ -239,6 +232,23 @@ func (d *ptData) oneSidedBW(ctx context.Context, rem ptRecord) (*ptResult, error
 		}
 	}
 	return res, d.endErr()
+}
+
+// completeSends waits for send-queue completions, records the time of
+// each in done from index completed on, and returns the new count.
+func (d *ptData) completeSends(ctx context.Context, comps []iwarp.Completion, done []time.Duration, completed int, start time.Time) (int, error) {
+	n, err := d.poll(ctx, comps)
+	if err != nil {
+		return completed, err
+	}
+	for _, c := range comps[:n] {
+		if c.Status != iwarp.StatusSuccess {
+			return completed, fmt.Errorf("%v %d: %v: %w", c.Op, c.ID, c.Status, c.Err)
+		}
+		done[completed] = time.Since(start)
+		completed++
+	}
+	return completed, nil
 }
 
 // sameSlots checks that the Reads filled every slot they targeted (a
