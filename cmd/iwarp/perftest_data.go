@@ -398,7 +398,7 @@ func (d *ptData) writeLat(ctx context.Context, rem ptRecord) (*ptResult, error) 
 		}
 		src[size-1] = byte(i)
 		if err := d.qp.Write(ctx, remote, d.src.SGE(0, size)); err != nil {
-			return nil, fmt.Errorf("Write %d: %w", i, err)
+			return nil, fmt.Errorf("RDMA Write %d: %w", i, err)
 		}
 	}
 	if !d.client {
@@ -470,7 +470,7 @@ func (d *ptData) readLat(ctx context.Context, rem ptRecord) (*ptResult, error) {
 	for i := 0; i < d.cfg.iters; i++ {
 		t := time.Now()
 		if err := d.qp.Read(ctx, d.buf.SGE(0, d.cfg.size), remote); err != nil {
-			return nil, fmt.Errorf("Read %d: %w", i+1, err)
+			return nil, fmt.Errorf("RDMA Read %d: %w", i+1, err)
 		}
 		samples = append(samples, time.Since(t))
 	}
@@ -488,7 +488,7 @@ func (d *ptData) sendLat(ctx context.Context) (*ptResult, error) {
 	for i := 1; i <= iters; i++ {
 		if d.client {
 			if err := d.qp.Send(ctx, d.src.SGE(0, size)); err != nil {
-				return nil, fmt.Errorf("Send %d: %w", i, err)
+				return nil, fmt.Errorf("send %d: %w", i, err)
 			}
 		}
 		if err := d.recvOne(ctx, i); err != nil {
@@ -499,7 +499,7 @@ func (d *ptData) sendLat(ctx context.Context) (*ptResult, error) {
 		last = now
 		if !d.client {
 			if err := d.qp.Send(ctx, d.src.SGE(0, size)); err != nil {
-				return nil, fmt.Errorf("Send %d: %w", i, err)
+				return nil, fmt.Errorf("send %d: %w", i, err)
 			}
 		}
 	}
