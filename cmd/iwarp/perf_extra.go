@@ -109,29 +109,33 @@ func (v *vsTCP) idleTarget(ctx context.Context) (targetVerdict, []perfExtra, err
 func (v *vsTCP) extras(ctx context.Context) ([]perfExtra, error) {
 	var out []perfExtra
 	// cpu returns the CPU seconds per GB of both processes, the client's
-	// and the server's, of every matching result.
-	cpu := func(op, transport string, crc bool) (both, client, server []float64) {
+	// and the server's, and the throughput, of every matching result. The
+	// throughput is printed with them because a process's CPU per GB
+	// depends on it: a receiver that keeps up reads less per call, and
+	// wakes more often, when less arrives (docs/performance.md, "CRC on").
+	cpu := func(op, transport string, crc bool) (both, client, server, mbps []float64) {
 		for _, r := range v.run.Results {
 			if r.Op == op && r.Transport == transport && r.Size == 1<<20 && r.Mode == "bw" && r.QPs == 1 && (transport == "tcp" || r.CRC == crc) {
 				gb := float64(r.Ops) * float64(r.Size) / 1e9
 				both = append(both, r.CPUSecPerGB)
 				client, server = append(client, r.ClientCPU/gb), append(server, r.ServerCPU/gb)
+				mbps = append(mbps, r.MBps)
 			}
 		}
-		return both, client, server
+		return both, client, server, mbps
 	}
 	for _, c := range []struct {
 		name, op, tcpOp string
 		crc             bool
 	}{{"write 1 MiB, CRC off", "write", "stream", false}, {"write 1 MiB, CRC on", "write", "stream", true}, {"read 1 MiB, CRC off", "read", "stream-read", false}} {
-		o, oc, osv := cpu(c.op, "iwarp", c.crc)
-		r, rc, rs := cpu(c.tcpOp, "tcp", false)
+		o, oc, osv, om := cpu(c.op, "iwarp", c.crc)
+		r, rc, rs, rm := cpu(c.tcpOp, "tcp", false)
 		if len(o) == 0 || len(r) == 0 {
 			continue
 		}
 		mo, mr := median(o), median(r)
-		out = append(out, perfExtra{"CPU s/GB " + c.name, fmt.Sprintf("ours %.3f (client %.3f, server %.3f), raw TCP %.3f (%.3f, %.3f), ratio %.2fx",
-			mo, median(oc), median(osv), mr, median(rc), median(rs), finite(mo/mr))})
+		out = append(out, perfExtra{"CPU s/GB " + c.name, fmt.Sprintf("ours %.3f (client %.3f, server %.3f) at %.0f MB/s, raw TCP %.3f (%.3f, %.3f) at %.0f MB/s, ratio %.2fx",
+			mo, median(oc), median(osv), median(om), mr, median(rc), median(rs), median(rm), finite(mo/mr))})
 	}
 	// Latency under load: an 8-byte ping-pong while another connection
 	// streams 1 MiB messages, ours and raw.
