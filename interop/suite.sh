@@ -205,9 +205,11 @@ perftest_verdict() {
 }
 
 hostport=7600 gslot=0
-# Host 127.0.0.1:17100+k reaches guest port 7100+k: one per run.
+# Host 127.0.0.1:17100+k reaches guest port 7100+k: one per run (of all
+# the runs of a VM: the default build has 21 cases, 63 runs by default).
+FWD_PORTS=120
 FWD=tcp:127.0.0.1:17000-10.0.2.15:7000,tcp:127.0.0.1:17001-10.0.2.15:7001
-for k in $(seq 0 59); do FWD="$FWD,tcp:127.0.0.1:$((17100 + k))-10.0.2.15:$((7100 + k))"; done
+for k in $(seq 0 $((FWD_PORTS - 1))); do FWD="$FWD,tcp:127.0.0.1:$((17100 + k))-10.0.2.15:$((7100 + k))"; done
 # run_case variant case run: prints "ok" or the reason, per the rules above.
 run_case() {
   local v=$1 c=$2 r=$3 id="$1-$2-$3" dir="$OUT/$1/$2/run$3" crc=on ours guest rc ok=1 reason=""
@@ -219,6 +221,7 @@ run_case() {
   # A guest server gets a port of its own per run: after a hostile case
   # siw keeps the old one bound for a while ("Address already in use").
   local gport=$((7100 + gslot)) hport=$((17100 + gslot))
+  if [ "$gslot" -ge "$FWD_PORTS" ]; then echo "out of forwarded ports (FWD_PORTS=$FWD_PORTS): raise it"; return; fi
   case $c in
     rping-ours-client-*)
       guest_serve "$id" "rping -s -a 10.0.2.15 -p $gport -v -C $COUNT"
