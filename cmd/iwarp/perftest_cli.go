@@ -180,7 +180,13 @@ func (s *ptSession) printHeader() {
 	fmt.Fprintf(s.out, " local: QPN 0x%04x PSN 0x%06x RKey 0x%08x VAddr 0x%016x\n", 1, s.data.psn, s.data.record().RKey, s.data.record().VAddr)
 	fmt.Fprintf(s.out, " remote: QPN 0x%04x PSN 0x%06x RKey 0x%08x VAddr 0x%016x OutReads %d\n", s.rem.QPN, s.rem.PSN, s.rem.RKey, s.rem.VAddr, s.rem.OutReads)
 	a := s.data.qp.Attributes()
-	fmt.Fprintf(s.out, " data connection: %+v\n", a)
+	onOff := map[bool]string{false: "off", true: "on"}
+	p2p := "no P2P"
+	if a.P2P {
+		p2p = "P2P RTR " + a.RTR
+	}
+	fmt.Fprintf(s.out, " data connection: %s -> %s, MPA rev %d, CRC %s, %s, IRD %d ORD %d, MULPDU %d\n",
+		a.LocalAddr, a.PeerAddr, a.MPARevision, onOff[a.CRC], p2p, a.IRD, a.ORD, a.MULPDU)
 	fmt.Fprintf(s.out, "---------------------------------------------------------------------------------------\n")
 }
 
