@@ -338,7 +338,13 @@ func (r *Reader) fillStage(need int) error {
 		limit = need + lookahead
 	}
 	for range maxEmptyReads {
-		n, err := r.nc.Read(r.st.buf[:limit])
+		var n int
+		var err error
+		if r.raw.ok {
+			n, err = r.raw.read(r.st.buf[:limit])
+		} else {
+			n, err = r.nc.Read(r.st.buf[:limit])
+		}
 		if n > 0 {
 			r.st.r, r.st.w = 0, n
 			r.crcFrom = 0

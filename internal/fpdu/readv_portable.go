@@ -20,3 +20,6 @@ func (x *rawReader) readv(a, _ []byte) (na, nb int, err error) {
 	na, err = x.c.Read(a)
 	return na, 0, err
 }
+
+// read reads into p; the Reader does not call it while ok is false.
+func (x *rawReader) read(p []byte) (int, error) { return x.c.Read(p) }

@@ -36,10 +36,17 @@ func (x *rawWriter) init(c net.Conn) {
 	x.ok = true
 }
 
+// do is the RawConn.Write callback. The socket is non-blocking, so the
+// call is a syscall.RawSyscall, as in rawReader.do.
 func (x *rawWriter) do(fd uintptr) bool {
-	n, _, e := syscall.Syscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&x.iov[0])), uintptr(x.cnt))
-	x.n, x.errno = int(n), e
-	return true // never wait for the socket: that is Flush's job
+	for {
+		n, _, e := syscall.RawSyscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&x.iov[0])), uintptr(x.cnt))
+		if e == syscall.EINTR {
+			continue
+		}
+		x.n, x.errno = int(n), e
+		return true // never wait for the socket: that is Flush's job
+	}
 }
 
 // writev writes the slices of bufs (up to IOV_MAX of them) once, without
