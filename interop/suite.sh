@@ -70,6 +70,12 @@ pt_case() {
   op=${t%-*} mode=${t#*-} args=$PT_BW
   if [ "$mode" = lat ]; then args=$PT_LAT; fi
 }
+# perftest measures its CPU clock against gettimeofday before it reports;
+# under the VM's emulation on a busy host that fit is sometimes too poor
+# ("Correlation coefficient r^2 < 0.9", "Can't produce a report") and it
+# exits 1 without ending the exchange. Such a run says nothing about
+# either stack: it is repeated once, and the case's line says so.
+PT_CLOCK="perftest could not calibrate its clock in the VM"
 pt_ours() { echo "$1" | sed -E 's/-s /-size /'; } # the same arguments for iwarp perf
 
 total=0
@@ -199,9 +205,26 @@ perftest_verdict() {
   local op=$1 mode=$2 args=$3 olog=$4 ours=$5 glog=$6 rc=$7 role=$8 size iters
   size=$(echo "$args" | sed -E 's/.*-s ([0-9]+).*/\1/'); iters=$(echo "$args" | sed -E 's/.*-n ([0-9]+).*/\1/')
   { [ "$ours" = 0 ] && grep -q '^verified: ' "$olog" && grep -q "ib_${op}_${mode}: done" "$olog"; } || { ok=0; reason="our side: exit $ours: $(tail -n 1 "$olog")"; }
+  if grep -a -q "Correlation coefficient r^2" "$glog" 2>/dev/null; then
+    ok=0; reason="${reason:+$reason; }$PT_CLOCK"; return
+  fi
   if [ "$rc" != 0 ]; then ok=0; reason="${reason:+$reason; }ib_${op}_${mode} ($role): exit $rc"; return; fi
   [ "$op/$mode/$role" = read/lat/server ] && return
   grep -a -q -E "^ *$size +$iters +[0-9]" "$glog" || { ok=0; reason="${reason:+$reason; }ib_${op}_${mode} ($role) printed no result row for $size bytes x $iters"; }
+}
+
+# guest_dials id guest-command seconds our-server...: our server on the
+# host's port $hostport (its output in $dir/ours.log) and siw's client in
+# the guest, captured; sets ours and rc (the guest's status or "timeout").
+guest_dials() {
+  local id=$1 gcmd=$2 secs=$3 srv; shift 3
+  timeout $((secs + 10)) "$@" >"$dir/ours.log" 2>&1 &
+  srv=$!
+  sleep 0.5
+  capture_start $hostport "$dir/session.pcapng"
+  guest_submit "$id" "$gcmd"
+  rc=$(guest_wait "$id" "$secs")
+  wait $srv; ours=$?; capture_stop
 }
 
 hostport=7600 gslot=0
@@ -233,24 +256,12 @@ run_case() {
       [ "$rc" = 0 ] && [ "$(grep -a -c 'server ping data: rdma-ping-' "$Q/$id.out")" = $COUNT ] || { ok=0; reason="${reason:+$reason; }siw rping -s: exit $rc"; }
       port=$hport ;;
     rping-siw-client-*)
-      timeout 90 "$IW" rping -s -a 127.0.0.1 -p $hostport -v $ours_flags >"$dir/ours.log" 2>&1 &
-      local srv=$!
-      sleep 0.5
-      capture_start $hostport "$dir/session.pcapng"
-      guest_submit "$id" "rping -c -a 10.0.2.2 -p $hostport -C $COUNT -S 64 -v -V"
-      rc=$(guest_wait "$id" 90)
-      wait $srv; ours=$?; capture_stop
+      guest_dials "$id" "rping -c -a 10.0.2.2 -p $hostport -C $COUNT -S 64 -v -V" 90 "$IW" rping -s -a 127.0.0.1 -p $hostport -v $ours_flags
       [ "$ours" = 0 ] && [ "$(grep -c '^server ping data: rdma-ping-' "$dir/ours.log")" = $COUNT ] || { ok=0; reason="our server exit $ours"; }
       [ "$rc" = 0 ] && [ "$(grep -a -c '^ping data: rdma-ping-' "$Q/$id.out")" = $COUNT ] || { ok=0; reason="${reason:+$reason; }siw rping -c -V: exit $rc"; }
       port=$hostport ;;
     rdma-siw-client)
-      timeout 90 "$IW" rdma-server -a 127.0.0.1 -p $hostport >"$dir/ours.log" 2>&1 &
-      local srv=$!
-      sleep 0.5
-      capture_start $hostport "$dir/session.pcapng"
-      guest_submit "$id" "rdma_client -s 10.0.2.2 -p $hostport"
-      rc=$(guest_wait "$id" 90)
-      wait $srv; ours=$?; capture_stop
+      guest_dials "$id" "rdma_client -s 10.0.2.2 -p $hostport" 90 "$IW" rdma-server -a 127.0.0.1 -p $hostport
       [ "$ours" = 0 ] && grep -q "received 16 zero bytes" "$dir/ours.log" || { ok=0; reason="our rdma-server exit $ours"; }
       [ "$rc" = 0 ] && grep -a -q "rdma_client: end 0" "$Q/$id.out" || { ok=0; reason="${reason:+$reason; }rdma_client: exit $rc"; }
       port=$hostport ;;
@@ -265,13 +276,8 @@ run_case() {
       port=$hport ;;
     perftest-*-siw-client)
       local op mode args; pt_case "$c"
-      timeout 120 "$IW" perf -perftest -s -a 127.0.0.1:$hostport -op $op -mode $mode $(pt_ours "$args") >"$dir/ours.log" 2>&1 &
-      local srv=$!
-      sleep 0.5
-      capture_start $hostport "$dir/session.pcapng"
-      guest_submit "$id" "timeout 100 ib_${op}_${mode} -d siw0 -R -p $hostport $args 10.0.2.2"
-      rc=$(guest_wait "$id" 110)
-      wait $srv; ours=$?; capture_stop
+      guest_dials "$id" "timeout 100 ib_${op}_${mode} -d siw0 -R -p $hostport $args 10.0.2.2" 110 \
+        "$IW" perf -perftest -s -a 127.0.0.1:$hostport -op $op -mode $mode $(pt_ours "$args")
       perftest_verdict "$op" "$mode" "$args" "$dir/ours.log" "$ours" "$Q/$id.out" "$rc" client
       port=$hostport ;;
     perftest-*-ours-client)
@@ -329,14 +335,18 @@ for v in $VARIANTS; do
       results+=("SKIP $v/$c"); echo "${results[-1]}"
       continue
     fi
-    good=0 reasons=""
+    good=0 reasons="" repeated=""
     for r in $(seq 1 "$RUNS"); do
       hostport=$((hostport + 1)) gslot=$((gslot + 1)) # each run its own ports (run_case runs in a subshell)
       res=$(run_case "$v" "$c" "$r")
+      if [[ $res == *"$PT_CLOCK"* ]]; then
+        hostport=$((hostport + 1)) gslot=$((gslot + 1)) repeated="${repeated:+$repeated, }run $r"
+        res=$(run_case "$v" "$c" "${r}b") # its own logs and guest files: run${r}b
+      fi
       if [ "$res" = ok ]; then good=$((good + 1)); else reasons="${reasons:+$reasons | }run $r: $res"; fi
     done
     if [ $good = "$RUNS" ]; then
-      pass=$((pass + 1)); results+=("PASS $v/$c ($good of $RUNS)")
+      pass=$((pass + 1)); results+=("PASS $v/$c ($good of $RUNS${repeated:+; repeated: $repeated, $PT_CLOCK})")
     elif [ "$c" = ext-forced-siw-terminate ] && [[ "${reasons%% | *}" =~ ^run\ [0-9]+:\ guest\ kernel\ BUG/oops$ ]]; then
       # Linux siw 6.1's iw_cm hits a kernel BUG (iwcm.c:969) in about one
       # run in three when it tears this connection down after its own
