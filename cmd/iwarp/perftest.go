@@ -354,6 +354,9 @@ func ptServe(ctx context.Context, cfg *ptConfig, ln *iwarp.Listener, out io.Writ
 			return err
 		}
 	}
+	if err := s.data.verify(ctx, res); err != nil {
+		return fmt.Errorf("%s: %w", cfg.name(), err)
+	}
 	s.finish(ctx, res)
 	return nil
 }

@@ -170,16 +170,21 @@ func (d *ptData) serve(ctx context.Context, rem ptRecord, end func(context.Conte
 	if err != nil {
 		return nil, err
 	}
-	if err := end(ctx); err != nil {
-		return nil, err
-	}
+	return res, end(ctx)
+}
+
+// verify is the server's check of what the client did to it in the
+// one-sided tests (run after the client's report has been compared with
+// our parameters, so that a mismatch is said as such, not waited on).
+func (d *ptData) verify(ctx context.Context, res *ptResult) error {
+	var err error
 	switch {
 	case d.cfg.op == perfWrite && !d.cfg.lat:
 		res.verified, err = d.checkWrites(ctx)
 	case d.cfg.op == perfRead:
 		res.verified, err = d.checkReads(ctx)
 	}
-	return res, err
+	return err
 }
 
 // remote is the peer's buffer at message i of a bandwidth test (perftest

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/goiwarp/iwarp"
 )
@@ -261,4 +262,42 @@ func ptShape(t *testing.T, pcap string, dropCredits bool) string {
 		fmt.Fprintf(&b, "%s: %s\n", k, strings.Join(seqs[k], ", "))
 	}
 	return b.String()
+}
+
+// A client run with other parameters than the server is told so, quickly,
+// rather than left waiting for bytes that will not come.
+func TestPerftestMismatchedSizeIsReported(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "perf", "-perftest", "-child", "-op", "write", "-mode", "bw", "-size", "64", "-n", "100")
+	cmd.Env = append(os.Environ(), perfChildEnv+"=1")
+	var srvErr strings.Builder
+	cmd.Stderr = &srvErr
+	var srv strings.Builder
+	addr, exited, stop, err := startChildOutput(cmd, &srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := perftestArgs{op: "write", mode: "bw", size: 32, iters: 100, set: map[string]bool{"op": true, "mode": true, "size": true, "n": true}}
+	cfg, err := args.config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.timeout = 20 * time.Second
+	start := time.Now()
+	var out bytes.Buffer
+	cerr := ptClient(context.Background(), cfg, addr, &out)
+	<-exited
+	serr := stop()
+	if cerr == nil || serr == nil {
+		t.Fatalf("client error %v, server exit %v: want both to fail", cerr, serr)
+	}
+	if !strings.Contains(srvErr.String(), "run both with the same -size and -n") {
+		t.Errorf("server said %q", srvErr.String())
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("took %v", d)
+	}
 }
