@@ -291,9 +291,13 @@ func rpingServer(ctx context.Context, o *rpingOpts, w, errw io.Writer) error {
 			err := rpingServe(ctx, o, req, lw)
 			mu.Lock()
 			defer mu.Unlock()
-			if err != nil {
+			switch {
+			case err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()):
+				// Interrupted while this client was still being served
+				// (or was disconnecting): the persistent server's end.
+			case err != nil:
 				fmt.Fprintf(errw, "iwarp rping: client %v: %v\n", peer, err)
-			} else if o.debug {
+			case o.debug:
 				fmt.Fprintf(w, "client %v done\n", peer)
 			}
 		}()
