@@ -99,6 +99,10 @@ func (a *perftestArgs) config() (*ptConfig, error) {
 	if cfg.iters < 1 || cfg.size < 1 || cfg.size > 1<<26 {
 		return nil, fmt.Errorf("-n must be positive (perftest's iterations; -d is not supported) and -size 1 .. 64 MiB")
 	}
+	// perftest itself never gives up; ours bounds a test by two minutes
+	// plus a millisecond per iteration and a second per MiB moved, far
+	// beyond any link's pace, so that only a stalled peer meets it.
+	cfg.timeout += time.Duration(cfg.iters)*time.Millisecond + time.Duration(int64(cfg.iters)*int64(cfg.size)>>20)*time.Second
 	return cfg, nil
 }
 
