@@ -167,27 +167,46 @@ func benchChild() (addr string, stop func(), err error) {
 // startChild starts cmd (this binary in a child role), reads the first
 // line it prints (its address), and returns it with a function that stops
 // the child by closing its stdin and waits for it. benchfpdu and perf use
-// it for their second process.
+// it for their second process; the rest of its output is discarded.
 func startChild(cmd *exec.Cmd) (line string, stop func(), err error) {
-	in, err := cmd.StdinPipe()
+	line, _, stopErr, err := startChildOutput(cmd, io.Discard)
 	if err != nil {
 		return "", nil, err
+	}
+	return line, func() { _ = stopErr() }, nil
+}
+
+// startChildOutput starts cmd, returns the first line of its standard
+// output and copies the rest to rest; exited is closed when the child has
+// closed its output (it exited), stop closes the child's standard input
+// and waits for it.
+func startChildOutput(cmd *exec.Cmd, rest io.Writer) (line string, exited <-chan struct{}, stop func() error, err error) {
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return "", nil, nil, err
 	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
-	stop = func() {
+	br := bufio.NewReader(out)
+	line, err = br.ReadString('\n')
+	if err != nil {
 		in.Close()
 		_ = cmd.Wait()
+		return "", nil, nil, fmt.Errorf("child %s did not start: %v", cmd.Args[1], err)
 	}
-	line, err = bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		stop()
-		return "", nil, fmt.Errorf("child %s did not start: %v", cmd.Args[1], err)
-	}
-	return strings.TrimSpace(line), stop, nil
+	copied := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(rest, br)
+		close(copied)
+	}()
+	return strings.TrimSpace(line), copied, func() error {
+		in.Close()
+		<-copied
+		return cmd.Wait()
+	}, nil
 }

@@ -16,14 +16,24 @@ const perfChildEnv = "IWARP_PERF_CHILD"
 // function that stops it (by closing its standard input). With
 // cpuProfile the child writes its CPU profile to cpuProfile.server.
 func startPerfChild(cpuProfile string) (string, func(), error) {
-	exe, err := os.Executable()
+	cmd, err := perfChildCmd("-child", "-cpuprofile", cpuProfile)
 	if err != nil {
 		return "", nil, err
 	}
-	cmd := exec.Command(exe, "perf", "-child", "-cpuprofile", cpuProfile)
-	cmd.Env = append(os.Environ(), perfChildEnv+"=1")
 	cmd.Stderr = os.Stderr
 	return startChild(cmd)
+}
+
+// perfChildCmd is this program re-executed as "perf ARGS..." in a child
+// role (marked by perfChildEnv, so that a test binary becomes the child).
+func perfChildCmd(args ...string) (*exec.Cmd, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, append([]string{"perf"}, args...)...)
+	cmd.Env = append(os.Environ(), perfChildEnv+"=1")
+	return cmd, nil
 }
 
 // startCPUProfile profiles this process into the file name until the

@@ -361,11 +361,6 @@ func ptServe(ctx context.Context, cfg *ptConfig, ln *iwarp.Listener, out io.Writ
 	return nil
 }
 
-// ptListen listens for perftest clients.
-func ptListen(addr string) (*iwarp.Listener, error) {
-	return iwarp.Listen("tcp", addr, nil)
-}
-
 // ptRandPSN is a random 24-bit packet sequence number for the records
 // (perftest prints it; iWARP has no PSN).
 func ptRandPSN() uint32 { return rand.Uint32() & 0xFFFFFF }

@@ -1,15 +1,15 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/goiwarp/iwarp"
 )
 
 // perftestArgs are the "iwarp perf" flags that matter with -perftest.
@@ -117,7 +117,7 @@ func ptServerMain(ctx context.Context, cfg *ptConfig, a perftestArgs, stdout io.
 			addr = "127.0.0.1:0"
 		}
 	}
-	ln, err := ptListen(ptHostPort(addr))
+	ln, err := iwarp.Listen("tcp", ptHostPort(addr), nil)
 	if err != nil {
 		return err
 	}
@@ -139,17 +139,15 @@ func ptServerMain(ctx context.Context, cfg *ptConfig, a perftestArgs, stdout io.
 // ptLoopback runs the server as a child process on loopback and the client
 // here (no arguments needed).
 func ptLoopback(ctx context.Context, cfg *ptConfig, a perftestArgs, stdout io.Writer) error {
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	args := []string{"perf", "-perftest", "-child", "-op", a.op, "-mode", a.mode,
+	args := []string{"-perftest", "-child", "-op", a.op, "-mode", a.mode,
 		"-size", fmt.Sprint(cfg.size), "-n", fmt.Sprint(cfg.iters), "-q", fmt.Sprint(cfg.txDepth)}
 	if cfg.noCRC {
 		args = append(args, "-nocrc")
 	}
-	cmd := exec.Command(exe, args...)
-	cmd.Env = append(os.Environ(), perfChildEnv+"=1")
+	cmd, err := perfChildCmd(args...)
+	if err != nil {
+		return err
+	}
 	var srvOut strings.Builder
 	cmd.Stderr = os.Stderr
 	line, exited, stop, err := startChildOutput(cmd, &srvOut)
@@ -211,39 +209,4 @@ func (s *ptSession) printResult(r *ptResult) {
 		fmt.Fprintf(s.out, "verified: %s\n", r.verified)
 	}
 	fmt.Fprintf(s.out, "%s: done\n", s.cfg.name())
-}
-
-// startChildOutput starts cmd, returns the first line of its standard
-// output and copies the rest to rest; exited is closed when the child has
-// closed its output (it exited), stop closes the child's standard input
-// and waits for it.
-func startChildOutput(cmd *exec.Cmd, rest io.Writer) (line string, exited <-chan struct{}, stop func() error, err error) {
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return "", nil, nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return "", nil, nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return "", nil, nil, err
-	}
-	br := bufio.NewReader(out)
-	line, err = br.ReadString('\n')
-	if err != nil {
-		in.Close()
-		_ = cmd.Wait()
-		return "", nil, nil, fmt.Errorf("child %s did not start: %v", cmd.Args[1], err)
-	}
-	copied := make(chan struct{})
-	go func() {
-		_, _ = io.Copy(rest, br)
-		close(copied)
-	}()
-	return strings.TrimSpace(line), copied, func() error {
-		in.Close()
-		<-copied
-		return cmd.Wait()
-	}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/goiwarp/iwarp"
+	"github.com/goiwarp/iwarp/internal/wire"
 )
 
 // ptData is one side's data QP of a perftest-compatible test and its
@@ -75,20 +76,25 @@ func newPTData(pd *iwarp.PD, cfg *ptConfig, client bool, cycle, cache int) (*ptD
 		return nil, err
 	}
 	n := (max(d.slots*d.slot, cycle, cfg.size) + 7) &^ 7
-	canary := make([]byte, n)
-	for i := range canary {
-		canary[i] = ptCanary
-	}
-	access := iwarp.AccessLocalWrite | iwarp.AccessRemoteWrite | iwarp.AccessRemoteRead
-	if d.buf, err = pd.RegisterMemory(canary, access); err != nil {
-		return nil, err
-	}
 	pattern := make([]byte, n)
 	for i := range pattern {
 		pattern[i] = byte(i*7 + 1)
 	}
 	if cfg.lat && cfg.op == perfWrite {
 		clear(pattern) // the counter in the last byte is the message
+	}
+	// buf starts as the canary where the peer is to write (or our Reads to
+	// place), as the pattern where the peer reads (a Read test's server).
+	target := make([]byte, n)
+	for i := range target {
+		target[i] = ptCanary
+	}
+	if cfg.op == perfRead && !client {
+		copy(target, pattern)
+	}
+	access := iwarp.AccessLocalWrite | iwarp.AccessRemoteWrite | iwarp.AccessRemoteRead
+	if d.buf, err = pd.RegisterMemory(target, access); err != nil {
+		return nil, err
 	}
 	if d.src, err = pd.RegisterMemory(pattern, iwarp.AccessLocalWrite); err != nil {
 		return nil, err
@@ -231,10 +237,10 @@ func (d *ptData) oneSidedBW(ctx context.Context, rem ptRecord) (*ptResult, error
 	res.report = bwReport(d.cfg.size, done, depth)
 	res.verified = fmt.Sprintf("%d %vs of %d bytes completed", iters, op, d.cfg.size)
 	if op == iwarp.OpRead {
-		res.verified += ", the last ones read the same bytes as the first"
-		if err := d.sameSlots(iters); err != nil {
-			return nil, err
+		if err := d.checkSlotsWritten(min(iters, d.slots)); err != nil {
+			return nil, fmt.Errorf("after the Reads: %w", err)
 		}
+		res.verified += fmt.Sprintf(", all %d slots they targeted filled", min(iters, d.slots))
 	}
 	return res, d.endErr()
 }
@@ -256,16 +262,15 @@ func (d *ptData) completeSends(ctx context.Context, comps []iwarp.Completion, do
 	return completed, nil
 }
 
-// sameSlots checks that the Reads filled every slot they targeted (a
-// perftest server's buffer does not change during the test, so every
-// read of a slot returns the same bytes; ours only checks they are not
-// still our canary when the peer's are not).
-func (d *ptData) sameSlots(iters int) error {
+// checkSlotsWritten checks that none of the first slots of buf still
+// holds only our canary: each was written by the peer's Writes or filled by
+// our Reads (whose source, a perftest buffer of random bytes or our
+// server's pattern, is not the canary).
+func (d *ptData) checkSlotsWritten(slots int) error {
 	b := d.buf.Bytes()
-	for k := 0; k < min(iters, d.slots); k++ {
-		s := b[k*d.slot : k*d.slot+d.cfg.size]
-		if allBytes(s, ptCanary) && !allBytes(b[:d.cfg.size], ptCanary) {
-			return fmt.Errorf("read slot %d was not filled", k)
+	for k := 0; k < slots; k++ {
+		if allBytes(b[k*d.slot:k*d.slot+d.cfg.size], ptCanary) {
+			return fmt.Errorf("slot %d of the buffer was not written", k)
 		}
 	}
 	return nil
@@ -332,22 +337,15 @@ func bwReport(size int, done []time.Duration, depth int) ptReport {
 func (d *ptData) checkWrites(ctx context.Context) (string, error) {
 	want := uint64(d.cfg.iters) * uint64(d.cfg.size)
 	if err := d.waitStats(ctx, func(s iwarp.Stats) bool {
-		return s.BytesReceived-ptTaggedHeader*s.FPDUsReceived >= want
+		return s.BytesReceived-wire.TaggedHdrLen*s.FPDUsReceived >= want
 	}); err != nil {
 		return "", fmt.Errorf("waiting for %d bytes of Writes: %w", want, err)
 	}
-	b := d.buf.Bytes()
-	for k := 0; k < min(d.cfg.iters, d.slots); k++ {
-		if allBytes(b[k*d.slot:k*d.slot+d.cfg.size], ptCanary) {
-			return "", fmt.Errorf("slot %d of the buffer was not written", k)
-		}
+	if err := d.checkSlotsWritten(min(d.cfg.iters, d.slots)); err != nil {
+		return "", err
 	}
 	return fmt.Sprintf("%d bytes of Writes placed, all %d slots written", want, min(d.cfg.iters, d.slots)), nil
 }
-
-// ptTaggedHeader is the DDP tagged header plus RDMAP control (RFC 5041
-// §4.2): what an RDMA Write FPDU's ULPDU has besides payload.
-const ptTaggedHeader = 14
 
 // checkReads (ib_read_bw and ib_read_lat server) waits until the client's
 // Read Requests have all arrived.

@@ -9,7 +9,6 @@ import (
 	"math"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -172,12 +171,10 @@ func TestPerftestSessionMatchesSiw(t *testing.T) {
 // recording, our client here (captured to pcap) and our server as a child.
 func ptCapturedSession(t *testing.T, op, mode, pcap string) {
 	t.Helper()
-	exe, err := os.Executable()
+	cmd, err := perfChildCmd("-perftest", "-child", "-op", op, "-mode", mode, "-size", "64", "-n", "5", "-nocrc")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, "perf", "-perftest", "-child", "-op", op, "-mode", mode, "-size", "64", "-n", "5", "-nocrc")
-	cmd.Env = append(os.Environ(), perfChildEnv+"=1")
 	cmd.Stderr = os.Stderr
 	var srv strings.Builder
 	addr, exited, stop, err := startChildOutput(cmd, &srv)
@@ -267,12 +264,10 @@ func ptShape(t *testing.T, pcap string, dropCredits bool) string {
 // A client run with other parameters than the server is told so, quickly,
 // rather than left waiting for bytes that will not come.
 func TestPerftestMismatchedSizeIsReported(t *testing.T) {
-	exe, err := os.Executable()
+	cmd, err := perfChildCmd("-perftest", "-child", "-op", "write", "-mode", "bw", "-size", "64", "-n", "100")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, "perf", "-perftest", "-child", "-op", "write", "-mode", "bw", "-size", "64", "-n", "100")
-	cmd.Env = append(os.Environ(), perfChildEnv+"=1")
 	var srvErr strings.Builder
 	cmd.Stderr = &srvErr
 	var srv strings.Builder
