@@ -245,6 +245,19 @@ guest_dials() {
   wait $srv; ours=$?; capture_stop
 }
 
+# ours_dials id guest-command seconds our-client...: siw's server in the
+# guest (on the run's guest port), our client dialing it through the
+# forwarded port $hport (its output in $dir/ours.log), captured; sets ours
+# and rc. The mirror of guest_dials.
+ours_dials() {
+  local id=$1 gcmd=$2 secs=$3; shift 3
+  guest_serve "$id" "$gcmd"
+  wait_ready "$id"
+  capture_start $hport "$dir/session.pcapng"
+  ours_dial "$dir/ours.log" "$@"; ours=$?
+  rc=$(guest_wait "$id" "$secs"); capture_stop
+}
+
 hostport=7600 gslot=0
 # Host 127.0.0.1:17100+k reaches guest port 7100+k: one per run (of all
 # the runs of a VM: the default build has 21 cases, 63 runs by default).
@@ -265,11 +278,7 @@ run_case() {
   if [ "$gslot" -ge "$FWD_PORTS" ]; then echo "out of forwarded ports (FWD_PORTS=$FWD_PORTS): raise it"; return; fi
   case $c in
     rping-ours-client-*)
-      guest_serve "$id" "rping -s -a 10.0.2.15 -p $gport -v -C $COUNT"
-      wait_ready "$id"
-      capture_start $hport "$dir/session.pcapng"
-      ours_dial "$dir/ours.log" "$IW" rping -c -a 127.0.0.1 -p $hport -C $COUNT -S 64 -v -V $ours_flags; ours=$?
-      rc=$(guest_wait "$id" 90); capture_stop
+      ours_dials "$id" "rping -s -a 10.0.2.15 -p $gport -v -C $COUNT" 90 "$IW" rping -c -a 127.0.0.1 -p $hport -C $COUNT -S 64 -v -V $ours_flags
       [ "$ours" = 0 ] && [ "$(grep -c '^ping data: rdma-ping-' "$dir/ours.log")" = $COUNT ] || { ok=0; reason="our client did not verify $COUNT pings"; }
       [ "$rc" = 0 ] && [ "$(grep -a -c 'server ping data: rdma-ping-' "$Q/$id.out")" = $COUNT ] || { ok=0; reason="${reason:+$reason; }siw rping -s: exit $rc"; }
       port=$hport ;;
@@ -284,11 +293,7 @@ run_case() {
       [ "$rc" = 0 ] && grep -a -q "rdma_client: end 0" "$Q/$id.out" || { ok=0; reason="${reason:+$reason; }rdma_client: exit $rc"; }
       port=$hostport ;;
     rdma-ours-client)
-      guest_serve "$id" "rdma_server -p $gport"
-      wait_ready "$id"
-      capture_start $hport "$dir/session.pcapng"
-      ours_dial "$dir/ours.log" "$IW" rdma-client -s 127.0.0.1 -p $hport; ours=$?
-      rc=$(guest_wait "$id" 90); capture_stop
+      ours_dials "$id" "rdma_server -p $gport" 90 "$IW" rdma-client -s 127.0.0.1 -p $hport
       [ "$ours" = 0 ] && grep -q "received 16 zero bytes" "$dir/ours.log" || { ok=0; reason="our rdma-client exit $ours"; }
       [ "$rc" = 0 ] && grep -a -q "rdma_server: end 0" "$Q/$id.out" || { ok=0; reason="${reason:+$reason; }rdma_server: exit $rc"; }
       port=$hport ;;
@@ -300,11 +305,8 @@ run_case() {
       port=$hostport ;;
     perftest-*-ours-client)
       local op mode args; pt_case "$c"
-      guest_serve "$id" "timeout 100 ib_${op}_${mode} -d siw0 -R -p $gport $args"
-      wait_ready "$id"
-      capture_start $hport "$dir/session.pcapng"
-      ours_dial "$dir/ours.log" timeout 100 "$IW" perf -perftest -c 127.0.0.1:$hport -op $op -mode $mode $(pt_ours "$args"); ours=$?
-      rc=$(guest_wait "$id" 110); capture_stop
+      ours_dials "$id" "timeout 100 ib_${op}_${mode} -d siw0 -R -p $gport $args" 110 \
+        timeout 100 "$IW" perf -perftest -c 127.0.0.1:$hport -op $op -mode $mode $(pt_ours "$args")
       perftest_verdict "$op" "$mode" "$args" "$dir/ours.log" "$ours" "$Q/$id.out" "$rc" server
       port=$hport ;;
     ext-refused-locally|ext-forced-siw-terminate|write-unknown-stag-siw-terminate)
