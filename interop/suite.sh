@@ -71,7 +71,7 @@ pt_case() {
   if [ "$mode" = lat ]; then args=$PT_LAT; fi
 }
 # perftest measures its CPU clock against gettimeofday before it reports;
-# under the VM's emulation on a busy host that fit is sometimes too poor
+# under the VM's emulation that fit is sometimes too poor
 # ("Correlation coefficient r^2 < 0.9", "Can't produce a report") and it
 # exits 1 without ending the exchange. Such a run says nothing about
 # either stack: it is repeated (up to three times), and the case's line
