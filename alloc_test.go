@@ -17,6 +17,10 @@ func TestPublicSteadyStateAllocs(t *testing.T) {
 	}
 	a, b := connectPair(t, nil, nil)
 	ctx := context.Background()
+	// A context that can end: a waiter that reads the socket itself
+	// registers it once (rxrole.go), not once per operation.
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	const n = 4096
 	src, _ := a.pd.RegisterMemory(make([]byte, n), 0)
 	sink, _ := a.pd.RegisterMemory(make([]byte, n), iwarp.AccessLocalWrite)
@@ -68,10 +72,15 @@ func TestPublicSteadyStateAllocs(t *testing.T) {
 			_, err := a.qp.CompareSwap(ctx, wremote, 1, 2)
 			must(err)
 		},
-		"blocking-send":      received(func() { must(a.qp.Send(ctx, sgl...)) }),
-		"blocking-send-imm":  received(func() { must(a.qp.SendWithImmediate(ctx, 5, sgl...)) }),
-		"blocking-write-imm": received(func() { must(a.qp.WriteWithImmediate(ctx, remote, 6, sgl...)) }),
-		"blocking-immediate": received(func() { must(a.qp.SendImmediate(ctx, 7, false)) }),
+		"blocking-fetchadd-cancelable-ctx": func() {
+			_, err := a.qp.FetchAdd(cctx, wremote, 1)
+			must(err)
+		},
+		"blocking-read-cancelable-ctx": func() { must(a.qp.Read(cctx, sink.SGE(0, n), remote)) },
+		"blocking-send":                received(func() { must(a.qp.Send(ctx, sgl...)) }),
+		"blocking-send-imm":            received(func() { must(a.qp.SendWithImmediate(ctx, 5, sgl...)) }),
+		"blocking-write-imm":           received(func() { must(a.qp.WriteWithImmediate(ctx, remote, 6, sgl...)) }),
+		"blocking-immediate":           received(func() { must(a.qp.SendImmediate(ctx, 7, false)) }),
 		"posted-send": received(func() {
 			must(a.qp.PostSend(iwarp.SendWR{ID: 2, Op: iwarp.OpSend, Flags: iwarp.Signaled, SGL: sgl}))
 			waitOne(a.cq)

@@ -49,19 +49,18 @@ func (qp *QP) Do(ctx context.Context, wr SendWR) (Completion, error) {
 		qp.putWaiter(w)
 		return Completion{}, err
 	}
-	select {
-	case c := <-w:
+	c, err := qp.e.Await(ctx, w)
+	if err == nil {
 		qp.e.ReleaseWaited(&c)
 		qp.putWaiter(w)
 		return completion(&c), nil
-	case <-ctx.Done():
-		go func() {
-			c := <-w
-			qp.e.ReleaseWaited(&c)
-			qp.putWaiter(w)
-		}()
-		return Completion{}, ctx.Err()
 	}
+	go func() {
+		c := <-w
+		qp.e.ReleaseWaited(&c)
+		qp.putWaiter(w)
+	}()
+	return Completion{}, err
 }
 
 func (qp *QP) do(ctx context.Context, wr SendWR) error {

@@ -23,6 +23,12 @@ type Stats struct {
 	ORDStalls uint64
 	// SiwTerminates counts received Terminates in Linux siw's layout.
 	SiwTerminates uint64
+	// FPDUsByWaiters counts the received FPDUs (of FPDUsReceived) that a
+	// goroutine blocked in a blocking call or CQ wait read from the socket
+	// and handled itself, instead of the QP's receive goroutine: the
+	// network poller then wakes the waiter directly (docs/performance.md,
+	// "Latency").
+	FPDUsByWaiters uint64
 	// Terminates lists, per Terminate code seen, how many were sent and
 	// received.
 	Terminates []TerminateCount
@@ -50,6 +56,7 @@ func snapshot(c *engine.Counters) Stats {
 		BytesSent: c.BytesSent.Load(), BytesReceived: c.BytesReceived.Load(),
 		CRCErrors: c.CRCErrors.Load(), RecvQueueEmpty: c.RecvQueueEmpty.Load(),
 		ORDStalls: c.ORDStalls.Load(), SiwTerminates: c.SiwTerminates.Load(),
+		FPDUsByWaiters: c.FPDUsByWaiters.Load(),
 	}
 	for _, t := range c.Terminates() {
 		s.Terminates = append(s.Terminates, TerminateCount{Code: termCode(t.Code), Other: t.Other, Sent: t.Sent, Received: t.Received})

@@ -56,17 +56,18 @@ func (qp *QP) Disconnect(ctx context.Context) error {
 	qp.takeTxRole()
 	if cw, ok := qp.conn.NetConn().(interface{ CloseWrite() error }); ok {
 		_ = cw.CloseWrite()
+		qp.kickRx() // the peer's close must be read, waiter or not
 		// A peer that never closes its side fails the QP after the
 		// operation timeout (watchdog.go), as any stalled peer does.
 		qp.wd.halfClosed.Store(true)
 	} else {
-		_ = qp.conn.Close()
+		qp.closeConn()
 	}
 	select {
 	case <-qp.done:
 		return nil
 	case <-ctx.Done():
-		_ = qp.conn.Close()
+		qp.closeConn()
 		<-qp.done
 		return ctx.Err()
 	}
@@ -87,7 +88,7 @@ func (qp *QP) Close() error {
 	}
 	qp.mu.Unlock()
 	if started {
-		_ = qp.conn.Close()
+		qp.closeConn()
 		<-qp.done
 	} else {
 		select {
@@ -100,6 +101,8 @@ func (qp *QP) Close() error {
 	}
 	qp.releaseOnce.Do(func() {
 		qp.cfg.SendCQ.unreserve(len(qp.sq))
+		qp.cfg.SendCQ.detach(qp)
+		qp.cfg.RecvCQ.detach(qp)
 		if qp.srq == nil {
 			qp.cfg.RecvCQ.unreserve(len(qp.rq.ring))
 		}

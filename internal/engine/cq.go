@@ -49,6 +49,9 @@ type CQ struct {
 	armed    int
 	closed   bool
 	channel  *EventChannel
+	// qps are the QPs whose queues complete here; with exactly one, a
+	// waiter may borrow its receive role (rxrole.go).
+	qps []*QP
 	// Context is the user's handle, for the event channel's receivers.
 	Context any
 
@@ -66,6 +69,46 @@ func NewCQ(capacity int, ch *EventChannel) *CQ {
 
 // Cap returns the CQ's capacity.
 func (cq *CQ) Cap() int { return len(cq.ring) }
+
+// attach records that qp completes work here.
+func (cq *CQ) attach(qp *QP) {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	for _, q := range cq.qps {
+		if q == qp {
+			return
+		}
+	}
+	cq.qps = append(cq.qps, qp)
+}
+
+// detach undoes attach.
+func (cq *CQ) detach(qp *QP) {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	for i, q := range cq.qps {
+		if q == qp {
+			cq.qps = append(cq.qps[:i], cq.qps[i+1:]...)
+			return
+		}
+	}
+}
+
+// soleLocked returns the only QP attached, or nil. Callers hold mu.
+func (cq *CQ) soleLocked() *QP {
+	if len(cq.qps) == 1 {
+		return cq.qps[0]
+	}
+	return nil
+}
+
+// rxReady reports that a waiter borrowing a receive role may stop: the CQ
+// holds a completion or was closed.
+func (cq *CQ) rxReady() bool {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	return cq.n > 0 || cq.closed
+}
 
 // reserve sets n entries aside for a queue being attached.
 func (cq *CQ) reserve(n int) error {
@@ -106,10 +149,14 @@ func (cq *CQ) push(e *CQE) {
 		cq.armed = disarmed
 		fire = cq.channel
 	}
+	sole := cq.soleLocked()
 	cq.mu.Unlock()
 	select {
 	case cq.wake <- struct{}{}:
 	default:
+	}
+	if sole != nil {
+		sole.interruptPoll() // a waiter may be reading the socket
 	}
 	if fire != nil {
 		select {
@@ -153,11 +200,18 @@ func (cq *CQ) Len() int {
 }
 
 // Wait blocks until the CQ holds a completion, ctx ends, or the CQ is
-// closed.
+// closed. On a CQ that only one QP feeds, the waiter may run that QP's
+// receive path itself meanwhile (rxrole.go).
 func (cq *CQ) Wait(ctx context.Context) error {
+	var wanted *QP
+	defer func() {
+		if wanted != nil {
+			wanted.role.wanted.Add(-1)
+		}
+	}()
 	for {
 		cq.mu.Lock()
-		n, closed := cq.n, cq.closed
+		n, closed, sole := cq.n, cq.closed, cq.soleLocked()
 		cq.mu.Unlock()
 		if n > 0 {
 			// Pass the wake-up on: another waiter may be parked too.
@@ -170,8 +224,26 @@ func (cq *CQ) Wait(ctx context.Context) error {
 		if closed {
 			return ErrCQClosed
 		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var lent chan struct{}
+		if sole != nil {
+			if wanted != sole {
+				if wanted != nil {
+					wanted.role.wanted.Add(-1)
+				}
+				wanted = sole
+				sole.role.wanted.Add(1)
+			}
+			if sole.borrowRx(ctx, cq) {
+				continue
+			}
+			lent = sole.role.lent
+		}
 		select {
 		case <-cq.wake:
+		case <-lent:
 		case <-ctx.Done():
 			return ctx.Err()
 		}

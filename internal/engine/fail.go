@@ -34,6 +34,7 @@ func (qp *QP) fail(err error, sendTerm bool) {
 		qp.state = StateError
 	}
 	qp.mu.Unlock()
+	qp.kickRx() // the receive goroutine reads again (rxrole.go)
 	if sendTerm {
 		qp.kickAsync()
 	}
@@ -107,6 +108,7 @@ func (qp *QP) teardown() {
 	}
 	_ = qp.conn.Close()
 	qp.stopWatchdog()
+	qp.stopRxRole()
 	qp.takeTxRole()
 	qp.flushAll()
 	close(qp.done)

@@ -116,8 +116,10 @@ type Params struct {
 // QP is one queue pair: an RDMAP stream over one MPA connection.
 //
 // Concurrency: mu guards the queues (sq*, rq*, orq*, irq*), state and err.
-// The receive goroutine owns the rx* fields; the goroutine holding the
-// transmit role (see tx.go) owns the tx* fields and the fpdu Writer.
+// The goroutine holding the receive role (see rxrole.go: the receive
+// goroutine, or a waiter that borrowed it) owns the rx fields and the fpdu
+// Reader; the goroutine holding the transmit role (see tx.go) owns the tx*
+// fields and the fpdu Writer.
 type QP struct {
 	cfg Config
 	// User is the owner's handle for this QP, reported with completions.
@@ -161,6 +163,7 @@ type QP struct {
 
 	tx    txState
 	rx    rxState
+	role  rxRole
 	wd    watchdog
 	stats Counters
 
@@ -229,6 +232,9 @@ func New(cfg Config) (*QP, error) {
 		qp.rq = newRecvQueue(cfg.RQDepth, cfg.MaxSGE)
 	}
 	qp.tx.init()
+	qp.role.init()
+	cfg.SendCQ.attach(qp)
+	cfg.RecvCQ.attach(qp)
 	return qp, nil
 }
 
@@ -290,6 +296,11 @@ func (qp *QP) Start(c *fpdu.Conn, p Params) error {
 	}
 	qp.tx.msn = [4]uint32{p.FirstSendMSN, p.FirstReadMSN, 1, 1}
 	qp.rx.msn = [4]uint32{p.FirstPeerSendMSN, p.FirstPeerReadMSN, 1, 1}
+	if c.Options().RecvMarkers {
+		// The receive goroutine keeps its role: a waiter only handles
+		// FPDUs it has whole (rxrole.go), which markers make costly to tell.
+		qp.role.noLend.Store(true)
+	}
 	qp.orq = newRing[uint64](p.ORD)
 	// One entry per IRD credit: responses written but not yet flushed
 	// (batched, tx.pend) are no longer in it.

@@ -14,7 +14,8 @@ import (
 // fpdu staging buffer) into the destination, and only after the FPDU's CRC
 // has been checked (fpdu.Reader.End) completes anything.
 
-// rxState is owned by the receive goroutine.
+// rxState is owned by the holder of the receive role (rxrole.go): the
+// receive goroutine, or a waiter that borrowed the role.
 type rxState struct {
 	msn [4]uint32 // next MSN expected per QN
 	hdr [wire.UntaggedHdrLen + wire.TermControlLen + 2 + wire.UntaggedHdrLen + wire.ReadRequestLen]byte
@@ -81,28 +82,42 @@ func (e *irqEntry) release() {
 }
 
 // rxLoop is the receive goroutine. When the stream fails it tears the QP
-// down (see fail.go).
+// down (see fail.go). It lends the receive role to waiters (rxrole.go).
 func (qp *QP) rxLoop() {
 	r := qp.conn.Reader()
 	for {
-		n, err := r.Next()
-		if err == nil {
-			qp.wd.inFPDU.Store(true)
-			err = qp.rxFPDU(r, n)
-			qp.wd.inFPDU.Store(false)
-			qp.wd.progress.Add(1)
-			qp.stats.FPDUsReceived.Add(1)
-			qp.stats.BytesReceived.Add(uint64(n))
-			if d := qp.cfg.DeviceCounters; d != nil {
-				d.FPDUsReceived.Add(1)
-				d.BytesReceived.Add(uint64(n))
+		if r.Buffered() == 0 && qp.lendRx() {
+			if err := qp.role.handErr; err != nil {
+				qp.role.handErr = nil
+				qp.rxFailed(err)
+				return
 			}
+			continue
 		}
-		if err != nil {
+		if err := qp.rxOne(r); err != nil {
 			qp.rxFailed(err)
 			return
 		}
 	}
+}
+
+// rxOne reads and handles one FPDU. The caller holds the receive role.
+func (qp *QP) rxOne(r *fpdu.Reader) error {
+	n, err := r.Next()
+	if err != nil {
+		return err
+	}
+	qp.wd.inFPDU.Store(true)
+	err = qp.rxFPDU(r, n)
+	qp.wd.inFPDU.Store(false)
+	qp.wd.progress.Add(1)
+	qp.stats.FPDUsReceived.Add(1)
+	qp.stats.BytesReceived.Add(uint64(n))
+	if d := qp.cfg.DeviceCounters; d != nil {
+		d.FPDUsReceived.Add(1)
+		d.BytesReceived.Add(uint64(n))
+	}
+	return err
 }
 
 // rxFPDU handles one FPDU whose ULPDU is n bytes long.
@@ -447,6 +462,7 @@ func (qp *QP) advanceCompletionsLocked() {
 		case e.wr.Waiter != nil:
 			e.cqe = true
 			e.wr.Waiter <- c // buffered by the waiter: never blocks
+			qp.interruptPoll()
 		case e.wr.Flags&Signaled != 0 || e.status != StatusSuccess:
 			e.cqe = true
 			qp.cfg.SendCQ.push(&c)

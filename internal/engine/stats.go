@@ -16,7 +16,11 @@ type Counters struct {
 	RecvQueueEmpty           atomic.Uint64 // Sends that found no posted receive
 	ORDStalls                atomic.Uint64 // times a Read or atomic waited for an ORD credit
 	SiwTerminates            atomic.Uint64 // received Terminates in Linux siw's layout
-	termSent, termRecv       [termSlots]atomic.Uint64
+	// FPDUsByWaiters are the received FPDUs that a goroutine blocked in a
+	// wait read and handled itself, having borrowed the receive role
+	// (rxrole.go), rather than the QP's receive goroutine.
+	FPDUsByWaiters     atomic.Uint64
+	termSent, termRecv [termSlots]atomic.Uint64
 }
 
 // termSlots: room for one counter per Terminate code of the spec tables

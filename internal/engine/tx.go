@@ -545,7 +545,7 @@ func (qp *QP) msgSent(m *txMsg) {
 // closed, which also ends the receive goroutine's wait.
 func (qp *QP) txFailed(err error) {
 	qp.fail(&ConnectionError{Err: err}, false)
-	_ = qp.conn.Close()
+	qp.closeConn()
 }
 
 // countSent counts one FPDU of ulpdu bytes handed to the Writer.

@@ -59,7 +59,7 @@ func (qp *QP) watch(period time.Duration) {
 		w.last, w.waited = p, 0
 	} else if w.waited += period; w.waited >= qp.cfg.OpTimeout {
 		qp.fail(&ConnectionError{Err: ErrPeerStalled}, false)
-		_ = qp.conn.Close() // wakes the receive goroutine, which tears down
+		qp.closeConn() // wakes the receive goroutine, which tears down
 		return
 	}
 	w.t.Reset(period)

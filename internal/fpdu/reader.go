@@ -117,6 +117,45 @@ func (r *Reader) Next() (ulpduLen int, err error) {
 	return n, nil
 }
 
+// Fill waits, between FPDUs with nothing staged, until the stream has
+// octets, and stages what arrived without starting an FPDU; otherwise it
+// returns at once. It lets a caller wait for the next FPDU in a way that
+// can be interrupted: a read deadline that expires in Fill consumes
+// nothing and leaves the Reader as it was (the next Next may block mid-FPDU,
+// where a deadline is fatal). Any other error is sticky, as in Next; an end
+// of stream is io.EOF.
+func (r *Reader) Fill() error {
+	if r.err != nil {
+		return r.err
+	}
+	if r.inFPDU || r.st.r < r.st.w {
+		return nil
+	}
+	err := r.fillStage(HeaderLen)
+	if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		return err
+	}
+	r.err = err
+	r.release()
+	return err
+}
+
+// Staged reports whether the staged octets hold the whole next FPDU (its
+// ULPDU_Length, ULPDU, PAD and CRC), so that reading it cannot block. It
+// is for use between FPDUs and always reports false while markers are
+// received.
+func (r *Reader) Staged() bool {
+	if r.err != nil || r.inFPDU || r.m.on {
+		return false
+	}
+	avail := r.st.w - r.st.r
+	if avail < HeaderLen {
+		return false
+	}
+	n := int(binary.BigEndian.Uint16(r.st.buf[r.st.r:]))
+	return avail >= HeaderLen+n+PadLen(n)+CRCLen
+}
+
 // Remaining returns the number of octets of the current ULPDU not yet read
 // or discarded.
 func (r *Reader) Remaining() int { return r.rem }
