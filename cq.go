@@ -81,7 +81,10 @@ func (cq *CQ) Poll(out []Completion) int {
 	return total
 }
 
-// Wait blocks until the CQ holds a completion or ctx ends.
+// Wait blocks until the CQ holds a completion or ctx ends. On a CQ that
+// only one QP completes to, the waiting goroutine may meanwhile read that
+// QP's connection and handle what arrives itself (docs/verbs.md §6.15):
+// the network poller then wakes it directly.
 func (cq *CQ) Wait(ctx context.Context) error {
 	err := cq.e.Wait(ctx)
 	if errors.Is(err, engine.ErrCQClosed) {
