@@ -40,3 +40,25 @@ func TestStats(t *testing.T) {
 		t.Fatalf("device stats %+v", d)
 	}
 }
+
+// TestStatsFPDUsByWaiters: blocking FetchAdds are completed by their own
+// goroutines reading the connection (docs/verbs.md §6.15), and the QP and
+// the Device count the FPDUs they handled; they are part of FPDUsReceived.
+func TestStatsFPDUsByWaiters(t *testing.T) {
+	a, b := connectPair(t, nil, nil)
+	ctx := ctx10(t)
+	word, _ := b.pd.RegisterMemory(alignedBuf(8), iwarp.AccessRemoteAtomic)
+	for i := range 100 {
+		old, err := a.qp.FetchAdd(ctx, word.Remote(), 1)
+		if err != nil || old != uint64(i) {
+			t.Fatalf("FetchAdd %d: %d, %v", i, old, err)
+		}
+	}
+	s := a.qp.Stats()
+	if s.FPDUsByWaiters == 0 || s.FPDUsByWaiters > s.FPDUsReceived {
+		t.Fatalf("FPDUs by waiters %d of %d received", s.FPDUsByWaiters, s.FPDUsReceived)
+	}
+	if d := a.dev.Stats(); d.FPDUsByWaiters < s.FPDUsByWaiters {
+		t.Fatalf("device counts %d FPDUs by waiters, the QP %d", d.FPDUsByWaiters, s.FPDUsByWaiters)
+	}
+}

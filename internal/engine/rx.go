@@ -82,11 +82,15 @@ func (e *irqEntry) release() {
 }
 
 // rxLoop is the receive goroutine. When the stream fails it tears the QP
-// down (see fail.go). It lends the receive role to waiters (rxrole.go).
+// down (see fail.go). It lends the receive role to waiters (rxrole.go)
+// only after two small FPDUs in a row: a bulk stream (whose messages end
+// with a short segment) gains nothing from a waiter that would hand each
+// large FPDU back, and pauses at every such exchange.
 func (qp *QP) rxLoop() {
 	r := qp.conn.Reader()
+	small := 0 // FPDUs shorter than lendMaxULPDU in a row
 	for {
-		if r.Buffered() == 0 && qp.lendRx() {
+		if small >= 2 && r.Buffered() == 0 && qp.lendRx() {
 			if err := qp.role.handErr; err != nil {
 				qp.role.handErr = nil
 				qp.rxFailed(err)
@@ -94,18 +98,29 @@ func (qp *QP) rxLoop() {
 			}
 			continue
 		}
-		if err := qp.rxOne(r); err != nil {
+		n, err := qp.rxOne(r)
+		if err != nil {
 			qp.rxFailed(err)
 			return
+		}
+		if n < lendMaxULPDU {
+			small++
+		} else {
+			small = 0
 		}
 	}
 }
 
-// rxOne reads and handles one FPDU. The caller holds the receive role.
-func (qp *QP) rxOne(r *fpdu.Reader) error {
+// lendMaxULPDU: the receive goroutine lends its role only right after
+// FPDUs whose ULPDUs were shorter than this.
+const lendMaxULPDU = 8 << 10
+
+// rxOne reads and handles one FPDU and returns its ULPDU length. The
+// caller holds the receive role.
+func (qp *QP) rxOne(r *fpdu.Reader) (int, error) {
 	n, err := r.Next()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	qp.wd.inFPDU.Store(true)
 	err = qp.rxFPDU(r, n)
@@ -117,7 +132,7 @@ func (qp *QP) rxOne(r *fpdu.Reader) error {
 		d.FPDUsReceived.Add(1)
 		d.BytesReceived.Add(uint64(n))
 	}
-	return err
+	return n, err
 }
 
 // rxFPDU handles one FPDU whose ULPDU is n bytes long.

@@ -69,6 +69,9 @@ type rxRole struct {
 	// written before state goes to roleLoop.
 	handErr error
 
+	// partials counts borrowings given back for part of an FPDU (tests).
+	partials atomic.Uint64
+
 	// polling: the borrower waits in Fill and may be interrupted. mu
 	// orders setting and clearing the interrupting deadline.
 	polling     atomic.Bool
@@ -186,6 +189,7 @@ func (qp *QP) borrowRx(ctx context.Context, ready rxReady) bool {
 			if r.Buffered() > 0 {
 				// Part of an FPDU: reading the rest could block where
 				// nothing can interrupt it. The receive goroutine does it.
+				ro.partials.Add(1)
 				return qp.handBackRx()
 			}
 			ro.polling.Store(true)
@@ -209,7 +213,7 @@ func (qp *QP) borrowRx(ctx context.Context, ready rxReady) bool {
 			}
 			continue
 		}
-		if err := qp.rxOne(r); err != nil {
+		if _, err := qp.rxOne(r); err != nil {
 			return qp.giveBackRx(err)
 		}
 		qp.count(countByWaiter)

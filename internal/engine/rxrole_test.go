@@ -338,3 +338,45 @@ func TestReceiveResumesWithoutWaiters(t *testing.T) {
 		t.Fatal("the receive goroutine answered without its role")
 	}
 }
+
+// TestBulkStreamKeepsTheRole: while the peer streams 1 MiB Writes, the
+// receive goroutine keeps its role although a goroutine waits on the CQ:
+// lending it would only have the waiter hand every large FPDU back (each
+// message ends with a short segment, which alone must not make it lend).
+func TestBulkStreamKeepsTheRole(t *testing.T) {
+	o := pairOpts{crc: true, depth: 32}
+	const size, count = 1 << 20, 40
+	var dst *mem.Region
+	var note *mem.Region
+	a, b, _ := startedPair(t, o, func(a, b *side) {
+		dst, _, _ = b.register(t, size, mem.AccessRemoteWrite)
+		note, _, _ = b.register(t, 64, mem.AccessLocalWrite)
+	})
+	src, _, _ := a.registerFilled(t, size, 0, 3)
+	if _, err := b.qp.PostRecv([]RecvWR{{ID: 1, SGL: []SGE{{Region: note, Len: 64}}}}); err != nil {
+		t.Fatal(err)
+	}
+	ch := asyncWait(context.Background(), b.rcq)
+	eventually(t, "the waiter is counted", func() bool { return b.qp.role.wanted.Load() > 0 })
+	for i := range count {
+		wr := SendWR{ID: uint64(i), Op: OpWrite, SGL: []SGE{{Region: src, Len: size}}, RemoteSTag: uint32(dst.STag()), RemoteTO: dst.Base()}
+		if i%8 == 7 {
+			wr.Flags = Signaled
+		}
+		if _, err := a.qp.PostSend([]SendWR{wr}); err != nil {
+			t.Fatal(err)
+		}
+		if i%8 == 7 {
+			if c := waitCQE(t, a.scq); c.Status != StatusSuccess {
+				t.Fatalf("write %d: %+v", i, c)
+			}
+		}
+	}
+	if _, err := a.qp.PostSend([]SendWR{{ID: 99, Op: OpSend, Flags: Signaled}}); err != nil {
+		t.Fatal(err)
+	}
+	recvResult(t, ch).check(t, 1)
+	if p := b.qp.role.partials.Load(); p > 2 {
+		t.Fatalf("the role was lent and handed back %d times during the stream", p)
+	}
+}
