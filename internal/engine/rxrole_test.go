@@ -78,18 +78,25 @@ func recvResult(t *testing.T, ch <-chan waitResult) waitResult {
 	return waitResult{}
 }
 
-// lend makes a's receive goroutine lend its role: a waiter on a.rcq is
-// counted while the peer's Send (MSN msn, into receive id) arrives, and at
-// its next FPDU boundary the receive goroutine lends the role.
+// lend makes a's receive goroutine lend its role: with a waiter counted,
+// two small Sends from the peer (MSNs msn and msn+1, into receives id and
+// id+1) arrive, and at the next FPDU boundary the receive goroutine lends
+// the role. The next Send's MSN is msn+2.
 func lend(t *testing.T, a *side, peer *rawPeer, r *mem.Region, id uint64, msn uint32) {
 	t.Helper()
-	if _, err := a.qp.PostRecv([]RecvWR{{ID: id, SGL: []SGE{{Region: r, Len: 64}}}}); err != nil {
-		t.Fatal(err)
+	a.qp.role.wanted.Add(1) // a waiter, as far as the receive goroutine can tell
+	defer a.qp.role.wanted.Add(-1)
+	for k := range uint32(2) {
+		if _, err := a.qp.PostRecv([]RecvWR{{ID: id + uint64(k), SGL: []SGE{{Region: r, Len: 64}}}}); err != nil {
+			t.Fatal(err)
+		}
+		peer.send(t, cat(untagged(3, true, 0, 0, msn+k, 0), []byte("warm")))
+		var out [1]CQE
+		eventually(t, "the warm-up Send completed", func() bool { return a.rcq.Poll(out[:]) == 1 })
+		if out[0].ID != id+uint64(k) || out[0].Status != StatusSuccess {
+			t.Fatalf("warm-up completion %+v", out[0])
+		}
 	}
-	ch := asyncWait(context.Background(), a.rcq)
-	eventually(t, "the waiter is counted", func() bool { return a.qp.role.wanted.Load() > 0 })
-	peer.send(t, cat(untagged(3, true, 0, 0, msn, 0), []byte("warm")))
-	recvResult(t, ch).check(t, id)
 	eventually(t, "the role is lent", func() bool { return a.qp.role.state.Load() != roleLoop })
 }
 
@@ -102,13 +109,13 @@ func TestWaiterReadsTheSocket(t *testing.T) {
 	a, peer := rawSide(t, o, func(a *side) { r, buf, _ = a.register(t, 64, mem.AccessLocalWrite) })
 	lend(t, a, peer, r, 1, 1)
 	before := a.qp.stats.FPDUsByWaiters.Load()
-	if _, err := a.qp.PostRecv([]RecvWR{{ID: 2, SGL: []SGE{{Region: r, Len: 64}}}}); err != nil {
+	if _, err := a.qp.PostRecv([]RecvWR{{ID: 3, SGL: []SGE{{Region: r, Len: 64}}}}); err != nil {
 		t.Fatal(err)
 	}
 	ch := asyncWait(context.Background(), a.rcq)
 	waitBorrowed(t, a.qp)
-	peer.send(t, cat(untagged(3, true, 0, 0, 2, 0), []byte("by the waiter")))
-	if c := recvResult(t, ch).check(t, 2); c.Len != 13 || !bytes.Equal(buf[:13], []byte("by the waiter")) {
+	peer.send(t, cat(untagged(3, true, 0, 0, 3, 0), []byte("by the waiter")))
+	if c := recvResult(t, ch).check(t, 3); c.Len != 13 || !bytes.Equal(buf[:13], []byte("by the waiter")) {
 		t.Fatalf("completion %+v, data %q", c, buf[:13])
 	}
 	if got := a.qp.stats.FPDUsByWaiters.Load() - before; got != 1 {
@@ -206,15 +213,15 @@ func TestBorrowerContextEnds(t *testing.T) {
 			t.Fatalf("round %d: wait returned %v, want context.Canceled", i, res.err)
 		}
 	}
-	if _, err := a.qp.PostRecv([]RecvWR{{ID: 2, SGL: []SGE{{Region: r, Len: 64}}}}); err != nil {
+	if _, err := a.qp.PostRecv([]RecvWR{{ID: 3, SGL: []SGE{{Region: r, Len: 64}}}}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	ch := asyncWait(ctx, a.rcq)
 	waitBorrowed(t, a.qp)
-	peer.send(t, cat(untagged(3, true, 0, 0, 2, 0), []byte("after")))
-	if c := recvResult(t, ch).check(t, 2); c.Status != StatusSuccess || string(buf[:5]) != "after" {
+	peer.send(t, cat(untagged(3, true, 0, 0, 3, 0), []byte("after")))
+	if c := recvResult(t, ch).check(t, 3); c.Status != StatusSuccess || string(buf[:5]) != "after" {
 		t.Fatalf("completion %+v (%v)", c, c.Err)
 	}
 	if err := a.qp.Err(); err != nil {
@@ -229,7 +236,7 @@ func TestBorrowerCloseFlushes(t *testing.T) {
 	var r *mem.Region
 	a, peer := rawSide(t, o, func(a *side) { r, _, _ = a.register(t, 64, mem.AccessLocalWrite) })
 	lend(t, a, peer, r, 1, 1)
-	if _, err := a.qp.PostRecv([]RecvWR{{ID: 2, SGL: []SGE{{Region: r, Len: 64}}}}); err != nil {
+	if _, err := a.qp.PostRecv([]RecvWR{{ID: 3, SGL: []SGE{{Region: r, Len: 64}}}}); err != nil {
 		t.Fatal(err)
 	}
 	ch := asyncWait(context.Background(), a.rcq)
@@ -237,7 +244,7 @@ func TestBorrowerCloseFlushes(t *testing.T) {
 	if err := a.qp.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if c := recvResult(t, ch).check(t, 2); c.Status != StatusFlushed {
+	if c := recvResult(t, ch).check(t, 3); c.Status != StatusFlushed {
 		t.Fatalf("completion %+v, want flushed", c)
 	}
 	<-a.qp.Done()
@@ -250,7 +257,7 @@ func TestBorrowerTerminate(t *testing.T) {
 	var r *mem.Region
 	a, peer := rawSide(t, o, func(a *side) { r, _, _ = a.register(t, 64, mem.AccessLocalWrite) })
 	lend(t, a, peer, r, 1, 1)
-	if _, err := a.qp.PostRecv([]RecvWR{{ID: 2, SGL: []SGE{{Region: r, Len: 64}}}}); err != nil {
+	if _, err := a.qp.PostRecv([]RecvWR{{ID: 3, SGL: []SGE{{Region: r, Len: 64}}}}); err != nil {
 		t.Fatal(err)
 	}
 	ch := asyncWait(context.Background(), a.rcq)
@@ -259,7 +266,7 @@ func TestBorrowerTerminate(t *testing.T) {
 	peer.send(t, bad)
 	got, _ := peer.readUntilTerminate(t)
 	assertTerminate(t, got, wire.TermDDPInvalidSTag, bad, 14, false)
-	if c := recvResult(t, ch).check(t, 2); c.Status != StatusFlushed {
+	if c := recvResult(t, ch).check(t, 3); c.Status != StatusFlushed {
 		t.Fatalf("completion %+v, want flushed", c)
 	}
 	<-a.qp.Done()
@@ -295,14 +302,14 @@ func TestBorrowerHandsPartialFPDUBack(t *testing.T) {
 	var buf []byte
 	a, peer := rawSide(t, o, func(a *side) { r, buf, _ = a.register(t, 64, mem.AccessLocalWrite) })
 	lend(t, a, peer, r, 1, 1)
-	if _, err := a.qp.PostRecv([]RecvWR{{ID: 2, SGL: []SGE{{Region: r, Len: 64}}}}); err != nil {
+	if _, err := a.qp.PostRecv([]RecvWR{{ID: 3, SGL: []SGE{{Region: r, Len: 64}}}}); err != nil {
 		t.Fatal(err)
 	}
 	ch := asyncWait(context.Background(), a.rcq)
 	waitBorrowed(t, a.qp)
 	before := a.qp.stats.FPDUsByWaiters.Load()
 	msg := []byte("split in two segments")
-	f := fpduOf(t, cat(untagged(3, true, 0, 0, 2, 0), msg), true)
+	f := fpduOf(t, cat(untagged(3, true, 0, 0, 3, 0), msg), true)
 	if _, err := peer.nc.Write(f[:10]); err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +317,7 @@ func TestBorrowerHandsPartialFPDUBack(t *testing.T) {
 	if _, err := peer.nc.Write(f[10:]); err != nil {
 		t.Fatal(err)
 	}
-	if c := recvResult(t, ch).check(t, 2); c.Len != uint32(len(msg)) || !bytes.Equal(buf[:len(msg)], msg) {
+	if c := recvResult(t, ch).check(t, 3); c.Len != uint32(len(msg)) || !bytes.Equal(buf[:len(msg)], msg) {
 		t.Fatalf("completion %+v, data %q", c, buf[:len(msg)])
 	}
 	if got := a.qp.stats.FPDUsByWaiters.Load() - before; got != 0 {
