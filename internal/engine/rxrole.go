@@ -22,8 +22,9 @@ import (
 // docs/performance.md, "Latency").
 //
 // The receive goroutine lends the role at an FPDU boundary with nothing
-// staged, when a waiter has asked for it (wanted) and the QP is healthy;
-// the role is then free, and the receive goroutine sleeps. A waiter takes
+// staged, after two short FPDUs in a row (rxLoop), when a waiter has asked
+// for it (wanted) and the QP is healthy; the role is then free, and the
+// receive goroutine sleeps. A waiter takes
 // a free role, reads and processes FPDUs until what it waits for is there,
 // and leaves the role free again. While the role is free nobody reads the
 // socket: the receive goroutine looks every backstop period and takes a
