@@ -100,20 +100,28 @@ func lend(t *testing.T, a *side, peer *rawPeer, r *mem.Region, id uint64, msn ui
 	eventually(t, "the role is lent", func() bool { return a.qp.role.state.Load() != roleLoop })
 }
 
-// TestWaiterReadsTheSocket: once the receive goroutine lent its role, a
-// goroutine waiting on the CQ reads and handles the next Send itself.
-func TestWaiterReadsTheSocket(t *testing.T) {
-	o := pairOpts{crc: true}
+// borrowedRecv returns a QP (with a raw peer) whose receive goroutine lent
+// its role, with receive 3 (64 bytes into buf) posted and a goroutine
+// waiting on the receive CQ that borrowed the role; the peer's next Send
+// has MSN 3.
+func borrowedRecv(t *testing.T) (a *side, peer *rawPeer, buf []byte, ch <-chan waitResult) {
+	t.Helper()
 	var r *mem.Region
-	var buf []byte
-	a, peer := rawSide(t, o, func(a *side) { r, buf, _ = a.register(t, 64, mem.AccessLocalWrite) })
+	a, peer = rawSide(t, pairOpts{crc: true}, func(a *side) { r, buf, _ = a.register(t, 64, mem.AccessLocalWrite) })
 	lend(t, a, peer, r, 1, 1)
-	before := a.qp.stats.FPDUsByWaiters.Load()
 	if _, err := a.qp.PostRecv([]RecvWR{{ID: 3, SGL: []SGE{{Region: r, Len: 64}}}}); err != nil {
 		t.Fatal(err)
 	}
-	ch := asyncWait(context.Background(), a.rcq)
+	ch = asyncWait(context.Background(), a.rcq)
 	waitBorrowed(t, a.qp)
+	return a, peer, buf, ch
+}
+
+// TestWaiterReadsTheSocket: once the receive goroutine lent its role, a
+// goroutine waiting on the CQ reads and handles the next Send itself.
+func TestWaiterReadsTheSocket(t *testing.T) {
+	a, peer, buf, ch := borrowedRecv(t)
+	before := a.qp.stats.FPDUsByWaiters.Load()
 	peer.send(t, cat(untagged(3, true, 0, 0, 3, 0), []byte("by the waiter")))
 	if c := recvResult(t, ch).check(t, 3); c.Len != 13 || !bytes.Equal(buf[:13], []byte("by the waiter")) {
 		t.Fatalf("completion %+v, data %q", c, buf[:13])
@@ -232,15 +240,7 @@ func TestBorrowerContextEnds(t *testing.T) {
 // TestBorrowerCloseFlushes: closing the QP while a waiter reads its socket
 // flushes the waiter's receive and ends the receive goroutine.
 func TestBorrowerCloseFlushes(t *testing.T) {
-	o := pairOpts{crc: true}
-	var r *mem.Region
-	a, peer := rawSide(t, o, func(a *side) { r, _, _ = a.register(t, 64, mem.AccessLocalWrite) })
-	lend(t, a, peer, r, 1, 1)
-	if _, err := a.qp.PostRecv([]RecvWR{{ID: 3, SGL: []SGE{{Region: r, Len: 64}}}}); err != nil {
-		t.Fatal(err)
-	}
-	ch := asyncWait(context.Background(), a.rcq)
-	waitBorrowed(t, a.qp)
+	a, _, _, ch := borrowedRecv(t)
 	if err := a.qp.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -253,15 +253,7 @@ func TestBorrowerCloseFlushes(t *testing.T) {
 // TestBorrowerTerminate: a violation found by a waiter is reported with
 // the Terminate the spec prescribes, and the QP is torn down.
 func TestBorrowerTerminate(t *testing.T) {
-	o := pairOpts{crc: true}
-	var r *mem.Region
-	a, peer := rawSide(t, o, func(a *side) { r, _, _ = a.register(t, 64, mem.AccessLocalWrite) })
-	lend(t, a, peer, r, 1, 1)
-	if _, err := a.qp.PostRecv([]RecvWR{{ID: 3, SGL: []SGE{{Region: r, Len: 64}}}}); err != nil {
-		t.Fatal(err)
-	}
-	ch := asyncWait(context.Background(), a.rcq)
-	waitBorrowed(t, a.qp)
+	a, peer, _, ch := borrowedRecv(t)
 	bad := cat(tagged(0, true, 0x12345600, 0), []byte("nowhere"))
 	peer.send(t, bad)
 	got, _ := peer.readUntilTerminate(t)
@@ -297,16 +289,7 @@ func fpduOf(t *testing.T, ulpdu []byte, crc bool) []byte {
 // FPDU gives the role back (reading the rest could block where nothing can
 // interrupt it); the receive goroutine completes the message.
 func TestBorrowerHandsPartialFPDUBack(t *testing.T) {
-	o := pairOpts{crc: true}
-	var r *mem.Region
-	var buf []byte
-	a, peer := rawSide(t, o, func(a *side) { r, buf, _ = a.register(t, 64, mem.AccessLocalWrite) })
-	lend(t, a, peer, r, 1, 1)
-	if _, err := a.qp.PostRecv([]RecvWR{{ID: 3, SGL: []SGE{{Region: r, Len: 64}}}}); err != nil {
-		t.Fatal(err)
-	}
-	ch := asyncWait(context.Background(), a.rcq)
-	waitBorrowed(t, a.qp)
+	a, peer, buf, ch := borrowedRecv(t)
 	before := a.qp.stats.FPDUsByWaiters.Load()
 	msg := []byte("split in two segments")
 	f := fpduOf(t, cat(untagged(3, true, 0, 0, 3, 0), msg), true)
