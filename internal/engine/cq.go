@@ -70,16 +70,22 @@ func NewCQ(capacity int, ch *EventChannel) *CQ {
 // Cap returns the CQ's capacity.
 func (cq *CQ) Cap() int { return len(cq.ring) }
 
-// attach records that qp completes work here.
+// attach records that qp completes work here. A waiter borrowing the
+// previously sole QP's receive role is woken: it may not any more.
 func (cq *CQ) attach(qp *QP) {
 	cq.mu.Lock()
-	defer cq.mu.Unlock()
 	for _, q := range cq.qps {
 		if q == qp {
+			cq.mu.Unlock()
 			return
 		}
 	}
+	prev := cq.soleLocked()
 	cq.qps = append(cq.qps, qp)
+	cq.mu.Unlock()
+	if prev != nil {
+		prev.interruptPoll()
+	}
 }
 
 // detach undoes attach.
@@ -102,12 +108,12 @@ func (cq *CQ) soleLocked() *QP {
 	return nil
 }
 
-// rxReady reports that a waiter borrowing a receive role may stop: the CQ
-// holds a completion or was closed.
+// rxReady reports that a waiter borrowing a receive role must stop: the
+// CQ holds a completion, was closed, or is no longer fed by one QP only.
 func (cq *CQ) rxReady() bool {
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
-	return cq.n > 0 || cq.closed
+	return cq.n > 0 || cq.closed || len(cq.qps) != 1
 }
 
 // reserve sets n entries aside for a queue being attached.
@@ -228,6 +234,10 @@ func (cq *CQ) Wait(ctx context.Context) error {
 			return err
 		}
 		var lent chan struct{}
+		if sole == nil && wanted != nil {
+			wanted.role.wanted.Add(-1) // the CQ became shared
+			wanted = nil
+		}
 		if sole != nil {
 			if wanted != sole {
 				if wanted != nil {
@@ -270,9 +280,13 @@ func (cq *CQ) Arm(solicitedOnly bool) {
 func (cq *CQ) Close() {
 	cq.mu.Lock()
 	cq.closed = true
+	sole := cq.soleLocked()
 	cq.mu.Unlock()
 	select {
 	case cq.wake <- struct{}{}:
 	default:
+	}
+	if sole != nil {
+		sole.interruptPoll() // a waiter may be reading the socket
 	}
 }

@@ -151,8 +151,9 @@ func NewSRQ(depth, maxSGE int) (*SRQ, error) {
 // PostRecv posts receives to the SRQ.
 func (s *SRQ) PostRecv(wrs []RecvWR) (int, error) { return s.q.post(wrs, ErrSRQFull) }
 
-// Arm sets the limit event: fn is called once (on a receive goroutine; it
-// must not block) when fewer than limit receives remain posted.
+// Arm sets the limit event: fn is called once (on the goroutine holding a
+// QP's receive role: its receive goroutine or a waiter; it must not block)
+// when fewer than limit receives remain posted.
 func (s *SRQ) Arm(limit int, fn func(*SRQ)) {
 	s.q.mu.Lock()
 	s.q.limit = limit

@@ -96,6 +96,10 @@ func (qp *QP) rxLoop() {
 				qp.rxFailed(err)
 				return
 			}
+			// Read at least two FPDUs before lending again: a waiter
+			// that is counted but cannot borrow must not keep the
+			// socket unread.
+			small = 0
 			continue
 		}
 		n, err := qp.rxOne(r)

@@ -177,12 +177,14 @@ func (w waiterReady) rxReady() bool { return len(w) > 0 }
 // work); true when the caller should look again (ready, or ctx ended).
 func (qp *QP) borrowRx(ctx context.Context, ready rxReady) bool {
 	ro := &qp.role
-	if ro.noLend.Load() || !ro.state.CompareAndSwap(roleFree, roleBorrowed) {
+	if ro.noLend.Load() || ro.state.Load() != roleFree || !qp.txQuiet() {
+		return false
+	}
+	if !ro.state.CompareAndSwap(roleFree, roleBorrowed) {
 		return false
 	}
 	if done := ctx.Done(); done != nil && !qp.watchCtx(ctx, done) {
-		ro.state.Store(roleFree)
-		return false
+		return qp.handBackRx() // being torn down
 	}
 	r := qp.conn.Reader()
 	for {
@@ -195,17 +197,11 @@ func (qp *QP) borrowRx(ctx context.Context, ready rxReady) bool {
 			}
 			ro.polling.Store(true)
 			if ready.rxReady() || ctx.Err() != nil || ro.noLend.Load() {
-				ro.polling.Store(false)
+				qp.endPoll()
 				return qp.giveBackRx(nil)
 			}
 			err := r.Fill()
-			ro.mu.Lock()
-			ro.polling.Store(false)
-			if ro.interrupted {
-				ro.interrupted = false
-				_ = qp.conn.NetConn().SetReadDeadline(time.Time{})
-			}
-			ro.mu.Unlock()
+			qp.endPoll()
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				continue // interrupted: look again
 			}
@@ -224,6 +220,20 @@ func (qp *QP) borrowRx(ctx context.Context, ready rxReady) bool {
 	}
 }
 
+// endPoll ends a borrower's interruptible wait: no interruption can come
+// any more, and a read deadline an interruption set (whether or not it
+// woke the wait) is cleared.
+func (qp *QP) endPoll() {
+	ro := &qp.role
+	ro.mu.Lock()
+	ro.polling.Store(false)
+	if ro.interrupted {
+		ro.interrupted = false
+		_ = qp.conn.NetConn().SetReadDeadline(time.Time{})
+	}
+	ro.mu.Unlock()
+}
+
 // handBackRx gives the role back to the receive goroutine, woken, and
 // tells the borrower to wait the ordinary way.
 func (qp *QP) handBackRx() bool {
@@ -234,6 +244,26 @@ func (qp *QP) handBackRx() bool {
 	default:
 	}
 	return false
+}
+
+// txQuiet reports that nothing is left to transmit and nobody holds the
+// transmit role, so that what a waiter waits for can only come from the
+// receive path (a Read's or an atomic's response, a receive) or a flush. A
+// borrower is woken for a completion from elsewhere with a read deadline,
+// which costs the runtime an allocation: waiters do not borrow while the
+// transmit path is busy.
+func (qp *QP) txQuiet() bool {
+	qp.mu.Lock()
+	idle := qp.sqNext == qp.sqTail
+	qp.mu.Unlock()
+	if !idle {
+		return false
+	}
+	t := &qp.tx
+	t.mu.Lock()
+	busy := t.busy || t.pendingWork
+	t.mu.Unlock()
+	return !busy
 }
 
 // giveBackRx ends a borrowing: the role becomes free, or, after an error or

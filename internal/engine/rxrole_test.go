@@ -170,7 +170,7 @@ func sharedSide(t *testing.T, o pairOpts) (*side, *rawPeer) {
 	t.Helper()
 	ca, cb := tcpPair(t)
 	s := &side{table: mem.NewTable(mem.TableOptions{}), pd: 7, nc: ca}
-	s.scq = NewCQ(32, nil)
+	s.scq = NewCQ(64, nil) // room for a second QP's queues
 	s.rcq = s.scq
 	qp, err := New(Config{Table: s.table, PD: s.pd, SendCQ: s.scq, RecvCQ: s.rcq,
 		SQDepth: 16, RQDepth: 16, MaxSGE: 2, MaxInline: 64, DrainTimeout: 500 * time.Millisecond})
@@ -369,4 +369,109 @@ func TestBulkStreamKeepsTheRole(t *testing.T) {
 	if p := b.qp.role.partials.Load(); p > 2 {
 		t.Fatalf("the role was lent and handed back %d times during the stream", p)
 	}
+}
+
+// Regressions found in review.
+
+// TestBorrowerWokenByCQClose: closing the CQ wakes a waiter reading the
+// socket for it.
+func TestBorrowerWokenByCQClose(t *testing.T) {
+	a, _, _, ch := borrowedRecv(t)
+	a.rcq.Close()
+	if res := recvResult(t, ch); !errors.Is(res.err, ErrCQClosed) {
+		t.Fatalf("wait returned %v, want ErrCQClosed", res.err)
+	}
+}
+
+// secondQP creates another (unstarted) QP on s's CQs.
+func secondQP(t *testing.T, s *side) *QP {
+	t.Helper()
+	qp, err := New(Config{Table: s.table, PD: s.pd, SendCQ: s.scq, RecvCQ: s.rcq,
+		SQDepth: 4, RQDepth: 4, MaxSGE: 2, MaxInline: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = qp.Close() })
+	return qp
+}
+
+// TestBorrowerStopsWhenCQBecomesShared: once a second QP completes to the
+// CQ, a waiter that was reading the first QP's socket stops, and a
+// completion of the second QP (a flushed receive) wakes it.
+func TestBorrowerStopsWhenCQBecomesShared(t *testing.T) {
+	o := pairOpts{crc: true}
+	a, peer := sharedSide(t, o)
+	r, _, _ := a.register(t, 64, mem.AccessLocalWrite|mem.AccessRemoteWrite)
+	lend(t, a, peer, r, 1, 1)
+	ch := asyncWait(context.Background(), a.rcq)
+	waitBorrowed(t, a.qp)
+	qp2 := secondQP(t, a)
+	eventually(t, "the waiter stopped reading", func() bool { return a.qp.role.state.Load() != roleBorrowed })
+	if _, err := qp2.PostRecv([]RecvWR{{ID: 42, SGL: []SGE{{Region: r, Len: 8}}}}); err != nil {
+		t.Fatal(err)
+	}
+	go qp2.Close() // flushes receive 42 into the shared CQ
+	if c := recvResult(t, ch).check(t, 42); c.Status != StatusFlushed {
+		t.Fatalf("completion %+v", c)
+	}
+}
+
+// TestSharedCQWaiterDoesNotStallReceive: a waiter counted on a QP whose CQ
+// then became shared no longer counts, and the receive goroutine keeps
+// reading: the QP's Send reaches the waiter.
+func TestSharedCQWaiterDoesNotStallReceive(t *testing.T) {
+	o := pairOpts{crc: true}
+	a, peer := sharedSide(t, o)
+	r, buf, _ := a.register(t, 64, mem.AccessLocalWrite|mem.AccessRemoteWrite)
+	ch := asyncWait(context.Background(), a.rcq)
+	eventually(t, "the waiter is counted", func() bool { return a.qp.role.wanted.Load() == 1 })
+	secondQP(t, a) // a server's next connection, not started yet
+	for i := range 2 { // two small Writes: the receive goroutine may lend
+		peer.send(t, cat(tagged(0, true, uint32(r.STag()), r.Base()+uint64(i)), []byte("w")))
+	}
+	if _, err := a.qp.PostRecv([]RecvWR{{ID: 5, SGL: []SGE{{Region: r, Len: 64}}}}); err != nil {
+		t.Fatal(err)
+	}
+	peer.send(t, cat(untagged(3, true, 0, 0, 1, 0), []byte("hello")))
+	if c := recvResult(t, ch).check(t, 5); c.Status != StatusSuccess || string(buf[:5]) != "hello" {
+		t.Fatalf("completion %+v, data %q", c, buf[:5])
+	}
+}
+
+// TestInterruptBeforeWaitLeavesNoDeadline: an interruption that comes
+// after a borrower announced its wait but before it waited (it found what
+// it waits for and stops) leaves no read deadline behind: the receive
+// goroutine, taking the role back, reads the next FPDU normally.
+func TestInterruptBeforeWaitLeavesNoDeadline(t *testing.T) {
+	a, peer, _, ch := borrowedRecv(t)
+	ro := &a.qp.role
+	// The waiter returns (a Send arrives), and borrows again for a wait
+	// on a context that has ended; the interruption races with its
+	// look at the context.
+	peer.send(t, cat(untagged(3, true, 0, 0, 3, 0), []byte("one")))
+	recvResult(t, ch).check(t, 3)
+	eventually(t, "the role is free", func() bool { return ro.state.CompareAndSwap(roleFree, roleBorrowed) })
+	ro.polling.Store(true)
+	a.qp.interruptPoll() // sets a read deadline in the past
+	a.qp.endPoll()       // what borrowRx does when it stops before Fill
+	a.qp.giveBackRx(nil)
+	r, _, _ := a.register(t, 64, mem.AccessLocalWrite)
+	if _, err := a.qp.PostRecv([]RecvWR{{ID: 4, SGL: []SGE{{Region: r, Len: 64}}}}); err != nil {
+		t.Fatal(err)
+	}
+	peer.send(t, cat(untagged(3, true, 0, 0, 4, 0), []byte("two")))
+	if c := waitCQEPoll(t, a.rcq); c.ID != 4 || c.Status != StatusSuccess {
+		t.Fatalf("completion %+v (%v)", c, c.Err)
+	}
+	if err := a.qp.Err(); err != nil {
+		t.Fatalf("the QP failed: %v", err)
+	}
+}
+
+// waitCQEPoll polls cq (without waiting on it, so without borrowing).
+func waitCQEPoll(t *testing.T, cq *CQ) CQE {
+	t.Helper()
+	var out [1]CQE
+	eventually(t, "a completion", func() bool { return cq.Poll(out[:]) == 1 })
+	return out[0]
 }
