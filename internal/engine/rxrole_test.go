@@ -425,7 +425,7 @@ func TestSharedCQWaiterDoesNotStallReceive(t *testing.T) {
 	r, buf, _ := a.register(t, 64, mem.AccessLocalWrite|mem.AccessRemoteWrite)
 	ch := asyncWait(context.Background(), a.rcq)
 	eventually(t, "the waiter is counted", func() bool { return a.qp.role.wanted.Load() == 1 })
-	secondQP(t, a) // a server's next connection, not started yet
+	secondQP(t, a)     // a server's next connection, not started yet
 	for i := range 2 { // two small Writes: the receive goroutine may lend
 		peer.send(t, cat(tagged(0, true, uint32(r.STag()), r.Base()+uint64(i)), []byte("w")))
 	}
