@@ -249,6 +249,7 @@ func (cq *CQ) Wait(ctx context.Context) error {
 			if sole.borrowRx(ctx, cq) {
 				continue
 			}
+			sole.role.recent.Store(true)
 			lent = sole.role.lent
 		}
 		select {

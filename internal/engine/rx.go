@@ -88,7 +88,11 @@ func (e *irqEntry) release() {
 // large FPDU back, and pauses at every such exchange.
 func (qp *QP) rxLoop() {
 	r := qp.conn.Reader()
-	small := 0 // FPDUs shorter than lendMaxULPDU in a row
+	// An FPDU is short if it is not a full segment of a larger message:
+	// under 8 KiB and under half our MULPDU (an MTU-1500 path makes every
+	// segment of a bulk stream shorter than 8 KiB).
+	short := min(lendMaxULPDU, qp.p.MULPDU/2)
+	small := 0 // short FPDUs in a row
 	for {
 		if small >= 2 && r.Buffered() == 0 && qp.lendRx() {
 			if err := qp.role.handErr; err != nil {
@@ -107,7 +111,7 @@ func (qp *QP) rxLoop() {
 			qp.rxFailed(err)
 			return
 		}
-		if n < lendMaxULPDU {
+		if n < short {
 			small++
 		} else {
 			small = 0
@@ -116,7 +120,7 @@ func (qp *QP) rxLoop() {
 }
 
 // lendMaxULPDU: the receive goroutine lends its role only right after
-// FPDUs whose ULPDUs were shorter than this.
+// FPDUs whose ULPDUs were shorter than this (and than half the MULPDU).
 const lendMaxULPDU = 8 << 10
 
 // rxOne reads and handles one FPDU and returns its ULPDU length. The

@@ -58,6 +58,10 @@ var aLongTimeAgo = time.Unix(1, 0)
 type rxRole struct {
 	state  atomic.Int32
 	wanted atomic.Int32 // waiters that would borrow the role
+	// recent: a waiter had to wait the ordinary way since the role was
+	// last lent; it may already be gone when the receive goroutine next
+	// looks at wanted (it woke up first), but is likely to wait again.
+	recent atomic.Bool
 	// noLend: the QP left RTS (or is closing): the role stays with the
 	// receive goroutine from its next boundary on.
 	noLend atomic.Bool
@@ -136,9 +140,10 @@ func (qp *QP) interruptPoll() {
 // it holds the role again. It reports whether it lent it.
 func (qp *QP) lendRx() bool {
 	ro := &qp.role
-	if ro.wanted.Load() == 0 || ro.noLend.Load() {
+	if ro.noLend.Load() || (ro.wanted.Load() == 0 && !ro.recent.Load()) {
 		return false
 	}
+	ro.recent.Store(false)
 	ro.state.Store(roleFree)
 	ro.signalLent()
 	if ro.timer == nil {
@@ -340,6 +345,7 @@ func (qp *QP) Await(ctx context.Context, w chan CQE) (CQE, error) {
 			}
 			continue
 		}
+		ro.recent.Store(true)
 		select {
 		case c := <-w:
 			return c, nil
