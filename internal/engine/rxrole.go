@@ -140,8 +140,8 @@ func (qp *QP) interruptPoll() {
 // it holds the role again. It reports whether it lent it.
 func (qp *QP) lendRx() bool {
 	ro := &qp.role
-	if ro.noLend.Load() || (ro.wanted.Load() == 0 && !ro.recent.Load()) {
-		return false
+	if ro.noLend.Load() || (ro.wanted.Load() == 0 && !ro.recent.Load()) || !qp.txQuiet() {
+		return false // nobody would borrow it (see borrowRx)
 	}
 	ro.recent.Store(false)
 	ro.state.Store(roleFree)
@@ -182,7 +182,16 @@ func (w waiterReady) rxReady() bool { return len(w) > 0 }
 // work); true when the caller should look again (ready, or ctx ended).
 func (qp *QP) borrowRx(ctx context.Context, ready rxReady) bool {
 	ro := &qp.role
-	if ro.noLend.Load() || ro.state.Load() != roleFree || !qp.txQuiet() {
+	if ro.noLend.Load() || ro.state.Load() != roleFree {
+		return false
+	}
+	if !qp.txQuiet() {
+		// Free, but this waiter will not read: the receive goroutine must
+		// (the transmit path became busy after it lent the role).
+		select {
+		case ro.kick <- struct{}{}:
+		default:
+		}
 		return false
 	}
 	if !ro.state.CompareAndSwap(roleFree, roleBorrowed) {
