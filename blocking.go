@@ -44,7 +44,9 @@ func (qp *QP) Do(ctx context.Context, wr SendWR) (Completion, error) {
 	w := qp.getWaiter()
 	qp.mu.Lock()
 	ewrs, err := qp.convertSends([]SendWR{wr}, w)
+	byPeer := false
 	if err == nil {
+		byPeer = ewrs[0].Op.CompletedByPeer()
 		_, err = qp.e.PostSend(ewrs)
 		err = qp.postError(err)
 	}
@@ -53,7 +55,7 @@ func (qp *QP) Do(ctx context.Context, wr SendWR) (Completion, error) {
 		qp.putWaiter(w)
 		return Completion{}, err
 	}
-	c, err := qp.e.Await(ctx, w)
+	c, err := qp.e.Await(ctx, w, byPeer)
 	if err == nil {
 		qp.e.ReleaseWaited(&c)
 		qp.putWaiter(w)

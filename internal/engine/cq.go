@@ -238,6 +238,9 @@ func (cq *CQ) Wait(ctx context.Context) error {
 			wanted.role.wanted.Add(-1) // the CQ became shared
 			wanted = nil
 		}
+		if sole != nil && cq == sole.cfg.SendCQ && sole.sendCQBusy() {
+			sole = nil // wait the ordinary way (see sendCQBusy)
+		}
 		if sole != nil {
 			if wanted != sole {
 				if wanted != nil {

@@ -137,6 +137,10 @@ func (qp *QP) postOneSend(wr *SendWR) error {
 		e.wr.SGL = append(sgl, wr.SGL...)
 	}
 	e.size = total
+	if wr.Waiter == nil && wr.Flags&Signaled != 0 && !wr.Op.outbound() {
+		e.txSignaled = true // completes to the send CQ from the transmit path
+		qp.txSignaled++
+	}
 	qp.sqTail++
 	return nil
 }

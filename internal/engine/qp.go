@@ -141,6 +141,11 @@ type QP struct {
 	sqSGE                          []SGE // cfg.MaxSGE per entry
 	sqInline                       []byte
 	sqFree, sqDone, sqNext, sqTail uint64
+	// txSignaled counts the posted signaled WRs not yet completed whose
+	// completion the transmit path pushes to the send CQ (not Reads or
+	// atomics): while there are any, a waiter on that CQ does not borrow
+	// the receive role (rxrole.go).
+	txSignaled int
 
 	// rq is the QP's own receive queue, or its SRQ's (srq set).
 	rq  *recvQueue
@@ -191,6 +196,9 @@ type sqEntry struct {
 	size     uint64 // payload bytes (Read: bytes to read)
 	read     uint64 // Read: response bytes placed
 	original uint64 // atomic: the value found at the target
+	// txSignaled: a signaled WR the transmit path completes (counted in
+	// QP.txSignaled until it completes).
+	txSignaled bool
 }
 
 // New creates a QP in state IDLE. Its queues reserve their depth in the CQs.

@@ -477,6 +477,10 @@ func (qp *QP) advanceCompletionsLocked() {
 			return
 		}
 		qp.sqDone++
+		if e.txSignaled {
+			e.txSignaled = false
+			qp.txSignaled--
+		}
 		c := CQE{ID: e.wr.ID, QP: qp, Status: e.status, Op: e.wr.Op, Len: uint32(e.size), Err: e.err, sqSeq: e.seq, Original: e.original}
 		if e.wr.Op.atomic() {
 			c.Len = 8

@@ -140,8 +140,8 @@ func (qp *QP) interruptPoll() {
 // it holds the role again. It reports whether it lent it.
 func (qp *QP) lendRx() bool {
 	ro := &qp.role
-	if ro.noLend.Load() || (ro.wanted.Load() == 0 && !ro.recent.Load()) || !qp.txQuiet() {
-		return false // nobody would borrow it (see borrowRx)
+	if ro.noLend.Load() || (ro.wanted.Load() == 0 && !ro.recent.Load()) {
+		return false
 	}
 	ro.recent.Store(false)
 	ro.state.Store(roleFree)
@@ -183,15 +183,6 @@ func (w waiterReady) rxReady() bool { return len(w) > 0 }
 func (qp *QP) borrowRx(ctx context.Context, ready rxReady) bool {
 	ro := &qp.role
 	if ro.noLend.Load() || ro.state.Load() != roleFree {
-		return false
-	}
-	if !qp.txQuiet() {
-		// Free, but this waiter will not read: the receive goroutine must
-		// (the transmit path became busy after it lent the role).
-		select {
-		case ro.kick <- struct{}{}:
-		default:
-		}
 		return false
 	}
 	if !ro.state.CompareAndSwap(roleFree, roleBorrowed) {
@@ -260,24 +251,22 @@ func (qp *QP) handBackRx() bool {
 	return false
 }
 
-// txQuiet reports that nothing is left to transmit and nobody holds the
-// transmit role, so that what a waiter waits for can only come from the
-// receive path (a Read's or an atomic's response, a receive) or a flush. A
-// borrower is woken for a completion from elsewhere with a read deadline,
-// which costs the runtime an allocation: waiters do not borrow while the
-// transmit path is busy.
-func (qp *QP) txQuiet() bool {
+// sendCQBusy reports that signaled WRs the transmit path completes are
+// in flight: a waiter on the send CQ would be woken for their completions
+// with a read deadline, which costs the runtime an allocation, so it waits
+// the ordinary way instead. If the role is free meanwhile, the receive
+// goroutine is told to take it back, since this waiter will not read.
+func (qp *QP) sendCQBusy() bool {
 	qp.mu.Lock()
-	idle := qp.sqNext == qp.sqTail
+	busy := qp.txSignaled > 0
 	qp.mu.Unlock()
-	if !idle {
-		return false
+	if busy && qp.role.state.Load() == roleFree {
+		select {
+		case qp.role.kick <- struct{}{}:
+		default:
+		}
 	}
-	t := &qp.tx
-	t.mu.Lock()
-	busy := t.busy || t.pendingWork
-	t.mu.Unlock()
-	return !busy
+	return busy
 }
 
 // giveBackRx ends a borrowing: the role becomes free, or, after an error or
@@ -330,14 +319,23 @@ func (qp *QP) stopRxRole() {
 	ro.mu.Unlock()
 }
 
-// Await waits for the completion of a work request posted with Waiter w,
-// borrowing the receive role while the receive path is what will complete
-// it.
-func (qp *QP) Await(ctx context.Context, w chan CQE) (CQE, error) {
+// Await waits for the completion of a work request posted with Waiter w.
+// With byPeer (a Read or an atomic, which the peer's response completes)
+// it borrows the receive role meanwhile; otherwise the transmit path
+// completes the request and it simply waits.
+func (qp *QP) Await(ctx context.Context, w chan CQE, byPeer bool) (CQE, error) {
 	select {
 	case c := <-w:
 		return c, nil
 	default:
+	}
+	if !byPeer {
+		select {
+		case c := <-w:
+			return c, nil
+		case <-ctx.Done():
+			return CQE{}, ctx.Err()
+		}
 	}
 	ro := &qp.role
 	ro.wanted.Add(1)

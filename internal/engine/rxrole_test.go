@@ -151,7 +151,7 @@ func TestBlockingCallsBorrow(t *testing.T) {
 		if _, err := a.qp.PostSend([]SendWR{wr}); err != nil {
 			t.Fatal(err)
 		}
-		c, err := a.qp.Await(context.Background(), w)
+		c, err := a.qp.Await(context.Background(), w, true)
 		if err != nil || c.Status != StatusSuccess || c.ID != uint64(i) {
 			t.Fatalf("read %d: %v %+v", i, err, c)
 		}

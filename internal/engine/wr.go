@@ -55,6 +55,11 @@ func (o Op) read() bool { return o == OpRead || o == OpReadInv }
 // outbound reports whether o takes an ORD credit (a response is awaited).
 func (o Op) outbound() bool { return o.read() || o.atomic() || o == OpReadV2 }
 
+// CompletedByPeer reports whether a WR of this operation completes when
+// the peer's response arrives (a Read or an atomic), rather than when it
+// was handed to TCP.
+func (o Op) CompletedByPeer() bool { return o.outbound() }
+
 // String names the operation.
 func (o Op) String() string {
 	if int(o) < len(opNames) && opNames[o] != "" {
