@@ -11,9 +11,9 @@ import (
 // same path as PostSend, but its completion goes to the caller instead of
 // the send CQ.
 //
-// While a call waits for its completion (a Read's or an atomic's comes
-// from the peer), its goroutine may read the connection and handle what
-// arrives itself (docs/verbs.md §6.15).
+// While a Read or an atomic waits for the peer's response, its goroutine
+// may read the connection and handle what arrives itself (docs/verbs.md
+// §6.15).
 //
 // If ctx ends first they return ctx's error and the work request stays in
 // flight: its buffers still belong to the QP until it completes. Because
