@@ -184,16 +184,24 @@ func sharedSide(t *testing.T, o pairOpts) (*side, *rawPeer) {
 	return s, &rawPeer{nc: cb, fc: fpdu.NewConn(cb, fpdu.Options{CRC: o.crc})}
 }
 
+// borrowedShared returns a QP (with a raw peer) with one CQ for sends and
+// receives, whose receive goroutine lent its role, a 64-byte region r, and
+// a goroutine waiting on the CQ that borrowed the role.
+func borrowedShared(t *testing.T) (a *side, peer *rawPeer, r *mem.Region, ch <-chan waitResult) {
+	t.Helper()
+	a, peer = sharedSide(t, pairOpts{crc: true})
+	r, _, _ = a.register(t, 64, mem.AccessLocalWrite|mem.AccessRemoteWrite)
+	lend(t, a, peer, r, 1, 1)
+	ch = asyncWait(context.Background(), a.scq)
+	waitBorrowed(t, a.qp)
+	return a, peer, r, ch
+}
+
 // TestBorrowerWokenBySendCompletion: a waiter reading the socket for a CQ
 // that also gets send completions returns when one arrives, though the
 // peer sends nothing.
 func TestBorrowerWokenBySendCompletion(t *testing.T) {
-	o := pairOpts{crc: true}
-	a, peer := sharedSide(t, o)
-	r, _, _ := a.register(t, 64, mem.AccessLocalWrite|mem.AccessRemoteWrite)
-	lend(t, a, peer, r, 1, 1)
-	ch := asyncWait(context.Background(), a.scq)
-	waitBorrowed(t, a.qp)
+	a, peer, r, ch := borrowedShared(t)
 	if _, err := a.qp.PostSend([]SendWR{{ID: 7, Op: OpWrite, Flags: Signaled, SGL: []SGE{{Region: r, Len: 8}}, RemoteSTag: 1, RemoteTO: 0}}); err != nil {
 		t.Fatal(err)
 	}
@@ -399,12 +407,7 @@ func secondQP(t *testing.T, s *side) *QP {
 // CQ, a waiter that was reading the first QP's socket stops, and a
 // completion of the second QP (a flushed receive) wakes it.
 func TestBorrowerStopsWhenCQBecomesShared(t *testing.T) {
-	o := pairOpts{crc: true}
-	a, peer := sharedSide(t, o)
-	r, _, _ := a.register(t, 64, mem.AccessLocalWrite|mem.AccessRemoteWrite)
-	lend(t, a, peer, r, 1, 1)
-	ch := asyncWait(context.Background(), a.rcq)
-	waitBorrowed(t, a.qp)
+	a, _, r, ch := borrowedShared(t)
 	qp2 := secondQP(t, a)
 	eventually(t, "the waiter stopped reading", func() bool { return a.qp.role.state.Load() != roleBorrowed })
 	if _, err := qp2.PostRecv([]RecvWR{{ID: 42, SGL: []SGE{{Region: r, Len: 8}}}}); err != nil {
