@@ -14,29 +14,32 @@ import (
 // One goroutine at a time holds the receive role and is the only user of
 // the fpdu Reader and of the rx fields. Normally it is the QP's receive
 // goroutine. A goroutine blocked in a wait the receive path will end (a
-// blocking call waiting for its completion, CQ.Wait on a CQ that only this
-// QP feeds) may borrow the role and read the socket itself: the runtime's
+// blocking Read or atomic waiting for the peer's response; CQ.Wait on a CQ
+// that only this QP feeds, unless signaled Sends or Writes are in flight
+// on it) may borrow the role and read the socket itself: the runtime's
 // network poller then wakes the waiter directly, as it wakes a raw TCP
-// reader, instead of waking the receive goroutine, which would then have to
-// wake the waiter (a second OS thread to wake per message; see
+// reader, instead of waking the receive goroutine, which would then have
+// to wake the waiter (a second OS thread to wake per message; see
 // docs/performance.md, "Latency").
 //
 // The receive goroutine lends the role at an FPDU boundary with nothing
 // staged, after two short FPDUs in a row (rxLoop), when a waiter has asked
-// for it (wanted) and the QP is healthy; the role is then free, and the
-// receive goroutine sleeps. A waiter takes
-// a free role, reads and processes FPDUs until what it waits for is there,
-// and leaves the role free again. While the role is free nobody reads the
+// for it (wanted, recent) and the QP is healthy; the role is then free,
+// and the receive goroutine sleeps. A waiter takes a free role, reads and
+// processes FPDUs it has whole until what it waits for is there, and
+// leaves the role free again. While the role is free nobody reads the
 // socket: the receive goroutine looks every backstop period and takes a
 // free role back, and takes it back at once when kicked (the connection
-// is closed, the QP fails). A borrower never tears the QP down:
-// on any error it hands the role and the error back to the receive
-// goroutine, which handles them as it handles its own.
+// is closed, the QP fails, a waiter will not borrow). A borrower never
+// tears the QP down: on any error, and on part of an FPDU, it hands the
+// role (and the error) back to the receive goroutine, which handles them
+// as it handles its own.
 //
 // A borrower waits for readability in fpdu.Reader.Fill, which a read
 // deadline can interrupt without harm: a completion pushed by another
-// goroutine, the end of the waiter's context, or the QP's failure sets a
-// deadline in the past to wake it (interruptPoll).
+// goroutine, the end of the waiter's context, CQ.Close, a second QP
+// attaching to the CQ, or the QP's failure sets a deadline in the past to
+// wake it (interruptPoll), and endPoll clears it.
 
 const (
 	roleLoop     int32 = iota // the receive goroutine holds the role
