@@ -89,7 +89,6 @@ type rxRole struct {
 	// its end interrupts the borrower.
 	ctxDone <-chan struct{}
 	ctxStop func() bool
-	closed  bool // guarded by mu: no more registrations (teardown)
 }
 
 func (ro *rxRole) init() {
@@ -191,8 +190,8 @@ func (qp *QP) borrowRx(ctx context.Context, ready rxReady) bool {
 	if !ro.state.CompareAndSwap(roleFree, roleBorrowed) {
 		return false
 	}
-	if done := ctx.Done(); done != nil && !qp.watchCtx(ctx, done) {
-		return qp.handBackRx() // being torn down
+	if done := ctx.Done(); done != nil {
+		qp.watchCtx(ctx, done)
 	}
 	r := qp.conn.Reader()
 	for {
@@ -290,31 +289,27 @@ func (qp *QP) giveBackRx(err error) bool {
 
 // watchCtx makes the end of ctx (whose Done channel is done) interrupt a
 // borrower. A registration is kept for the next waits with the same
-// context, so that a loop of waits does not allocate. It reports false
-// when the QP is being torn down.
-func (qp *QP) watchCtx(ctx context.Context, done <-chan struct{}) bool {
+// context, so that a loop of waits does not allocate. Only a borrower
+// calls it, so never after teardown (which holds the role).
+func (qp *QP) watchCtx(ctx context.Context, done <-chan struct{}) {
 	ro := &qp.role
 	ro.mu.Lock()
 	defer ro.mu.Unlock()
-	if ro.closed {
-		return false
-	}
 	if ro.ctxDone == done {
-		return true
+		return
 	}
 	if ro.ctxStop != nil {
 		ro.ctxStop()
 	}
 	ro.ctxDone = done
 	ro.ctxStop = context.AfterFunc(ctx, qp.interruptPoll)
-	return true
 }
 
-// stopRxRole ends the context registration for good (teardown).
+// stopRxRole ends the context registration (teardown, on the receive
+// goroutine holding the role: no borrower can register again).
 func (qp *QP) stopRxRole() {
 	ro := &qp.role
 	ro.mu.Lock()
-	ro.closed = true
 	if ro.ctxStop != nil {
 		ro.ctxStop()
 		ro.ctxStop, ro.ctxDone = nil, nil
@@ -327,11 +322,6 @@ func (qp *QP) stopRxRole() {
 // it borrows the receive role meanwhile; otherwise the transmit path
 // completes the request and it simply waits.
 func (qp *QP) Await(ctx context.Context, w chan CQE, byPeer bool) (CQE, error) {
-	select {
-	case c := <-w:
-		return c, nil
-	default:
-	}
 	if !byPeer {
 		select {
 		case c := <-w:
@@ -339,6 +329,11 @@ func (qp *QP) Await(ctx context.Context, w chan CQE, byPeer bool) (CQE, error) {
 		case <-ctx.Done():
 			return CQE{}, ctx.Err()
 		}
+	}
+	select {
+	case c := <-w:
+		return c, nil
+	default:
 	}
 	ro := &qp.role
 	ro.wanted.Add(1)
