@@ -90,15 +90,7 @@ func (r *Reader) Next() (ulpduLen int, err error) {
 	}
 	if err != nil {
 		if r.m.pos == start {
-			if err == io.EOF {
-				r.err = io.EOF
-			} else if !errors.Is(err, os.ErrDeadlineExceeded) {
-				r.err = err
-			}
-			if r.err != nil {
-				r.release()
-			}
-			return 0, err
+			return 0, r.failAtBoundary(err)
 		}
 		return 0, r.fail(err)
 	}
@@ -131,8 +123,18 @@ func (r *Reader) Fill() error {
 	if r.inFPDU || r.st.r < r.st.w {
 		return nil
 	}
-	err := r.fillStage(HeaderLen)
-	if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+	if err := r.fillStage(HeaderLen); err != nil {
+		return r.failAtBoundary(err)
+	}
+	return nil
+}
+
+// failAtBoundary records err, met between FPDUs before any octet of the
+// next one, as sticky (an end of stream stays io.EOF, not ErrTruncated),
+// except an expired read deadline, which consumed nothing and may be
+// retried. It returns err.
+func (r *Reader) failAtBoundary(err error) error {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return err
 	}
 	r.err = err
