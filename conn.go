@@ -13,7 +13,7 @@ import (
 )
 
 // ConnOptions are the MPA connection-setup choices of either side. The zero
-// value gives the project's defaults (shared/spec mpa.md "Project
+// value gives the project's defaults (docs/spec/mpa.md "Project
 // decisions"): MPA Rev 2 with the RFC 6581 IRD/ORD exchange, CRC asked for,
 // no markers, peer-to-peer mode offering Write and Read RTR, and the RDMAP
 // extensions advertised.
@@ -39,7 +39,7 @@ type ConnOptions struct {
 	// Zero means the defaults: offer Write and Read, accept all three.
 	RTR RTR
 	// NoExtensions offers no RDMAP extension in the MPA startup (the
-	// project's extension bits, shared/spec extensions.md §3): RFC 7306
+	// project's extension bits, docs/spec/extensions.md §3): RFC 7306
 	// operations then fail locally with ErrNotSupportedByPeer unless
 	// PeerExtensions declares them.
 	NoExtensions bool
@@ -129,7 +129,7 @@ const (
 	RTRSend RTR = RTR(mpa.RTRSend)
 )
 
-// Extensions is a set of RDMAP extensions (shared/spec extensions.md).
+// Extensions is a set of RDMAP extensions (docs/spec/extensions.md).
 type Extensions uint8
 
 // The RDMAP extensions.

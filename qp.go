@@ -43,7 +43,7 @@ type QPConfig struct {
 // QPState is a queue pair's state.
 type QPState uint8
 
-// QP states (shared/spec rdmap.md §3).
+// QP states (docs/spec/rdmap.md §3).
 const (
 	StateIdle      QPState = QPState(engine.StateIdle)      // created, not connected
 	StateRTS       QPState = QPState(engine.StateRTS)       // connected

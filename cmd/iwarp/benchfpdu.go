@@ -31,8 +31,7 @@ type benchCase struct {
 	target float64 // minimum ratio to raw TCP, or minimum FPDUs/s
 }
 
-// benchCases are the tripwires of shared/DESIGN.md "Choices that matter
-// for speed": 64 KiB FPDUs (direct placement), 1460-octet FPDUs (what an
+// benchCases are the framing layer's throughput tripwires (docs/fpdu.md): 64 KiB FPDUs (direct placement), 1460-octet FPDUs (what an
 // Ethernet MSS gives; bulk read and copy) and 88-octet FPDUs (per-FPDU
 // cost), first without CRC, then with CRC on both sides.
 var benchCases = []benchCase{

@@ -58,7 +58,7 @@ func runDecode(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&ports, "port", "decode connections on this TCP `port` as MPA even without a captured startup (repeatable, comma-separated)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: iwarp decode [flags] FILE...")
-		fmt.Fprintln(stderr, "FILE is a pcap or pcapng capture, a shared/vectors TSV file, or a req:/rep: hex or relay log text.")
+		fmt.Fprintln(stderr, "FILE is a pcap or pcapng capture, a internal/vectors/testdata TSV file, or a req:/rep: hex or relay log text.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

@@ -31,30 +31,26 @@ func updating() bool {
 	return f != nil && f.Value.String() == "true"
 }
 
-// sharedDir is the shared test material, relative to this package.
-const sharedDir = "../../../shared"
+// Test material kept in the repository, relative to this package: the
+// wire vectors and the captures of real siw traffic.
+const (
+	vectorDir  = "../../internal/vectors/testdata"
+	captureDir = "../../interop/captures"
+)
 
 // goldenInputs lists every capture and vector file with a golden output.
 func goldenInputs(t *testing.T) []string {
 	t.Helper()
 	var files []string
-	for _, pat := range []string{"interop/captures/*.pcap", "interop/captures/*.hex", "vectors/*.tsv"} {
-		m, err := filepath.Glob(filepath.Join(sharedDir, pat))
+	for _, pat := range []string{captureDir + "/*.pcap", captureDir + "/*.pcapng", captureDir + "/*.hex", vectorDir + "/*.tsv"} {
+		m, err := filepath.Glob(pat)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if len(m) == 0 {
+			t.Fatalf("no test material matches %s", pat)
 		}
 		files = append(files, m...)
-	}
-	if len(files) == 0 {
-		t.Skipf("no shared captures or vectors under %s", sharedDir)
-	}
-	// The project's own captures of this stack talking to siw in the VM.
-	for _, pat := range []string{"../../interop/captures/*.pcapng", "../../interop/captures/*.pcap"} {
-		own, err := filepath.Glob(pat)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, own...)
 	}
 	return files
 }
@@ -129,7 +125,7 @@ func TestDecodeErrors(t *testing.T) {
 		t.Errorf("binary file: exit %d, want 1", st)
 	}
 	// A capture cut inside a packet: what was read is printed, exit 1.
-	pcap, err := os.ReadFile(filepath.Join(sharedDir, "interop/captures/f_eth0.pcap"))
+	pcap, err := os.ReadFile(filepath.Join(captureDir, "f_eth0.pcap"))
 	if err != nil {
 		t.Skip(err)
 	}

@@ -27,7 +27,7 @@ import (
 
 // tsharkArgs are the options that make tshark find MPA on any port and
 // keep Send payloads away from the SMB Direct and RPC-over-RDMA
-// dissectors (shared/vectors/README.md).
+// dissectors (internal/vectors/testdata/README.md).
 var tsharkArgs = []string{"-o", "tcp.try_heuristic_first:TRUE",
 	"--disable-heuristic", "rpcrdma_iwarp", "--disable-heuristic", "smb_direct_iwarp"}
 
@@ -264,9 +264,10 @@ func hasV2(ff frameFields) bool {
 
 func TestDecodeMatchesTsharkOnCaptures(t *testing.T) {
 	tshark := needTshark(t)
-	files, _ := filepath.Glob(filepath.Join(sharedDir, "interop/captures/*.pcap"))
+	// The captures of siw's own traffic (siw against siw, on eth0 and lo).
+	files, _ := filepath.Glob(filepath.Join(captureDir, "*_[el][to]*.pcap"))
 	if len(files) == 0 {
-		t.Skip("no shared captures")
+		t.Fatalf("no siw captures in %s", captureDir)
 	}
 	total := 0
 	for _, f := range files {
@@ -278,10 +279,10 @@ func TestDecodeMatchesTsharkOnCaptures(t *testing.T) {
 	}
 }
 
-// vectorFrames reads a shared vector file of frames.
+// vectorFrames reads a vector file of frames.
 func vectorFrames(t *testing.T, file string) []vectors.Frame {
 	t.Helper()
-	fs, err := vectors.ReadFile(filepath.Join(sharedDir, "vectors", file))
+	fs, err := vectors.ReadFile(filepath.Join(vectorDir, file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +365,7 @@ func TestDecodeMatchesTsharkOnVectorCaptures(t *testing.T) {
 func TestVectorCapturesDecodeLikeVectors(t *testing.T) {
 	dir := t.TempDir()
 	for _, f := range vectors.FrameFiles {
-		direct, err := os.ReadFile(filepath.Join(sharedDir, "vectors", f))
+		direct, err := os.ReadFile(filepath.Join(vectorDir, f))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -57,7 +57,7 @@ func ddpCases() []*Case {
 		},
 		{
 			Name: "DDP/Send-MO-gap/DDP-2-0x04", Category: "MO",
-			Spec: "RFC 5041 §7.2 with shared/spec ddp.md: an untagged MO that skips octets: Terminate DDP/untagged 0x04",
+			Spec: "RFC 5041 §7.2 with docs/spec/ddp.md: an untagged MO that skips octets: Terminate DDP/untagged 0x04",
 			Script: func(s *Session) error {
 				msn := s.NextMSN(wire.QNSend)
 				if err := s.Send(Untagged(s.RV, wire.OpSend, false, wire.QNSend, msn, 0, []byte("abcd"))); err != nil {
@@ -69,7 +69,7 @@ func ddpCases() []*Case {
 		},
 		{
 			Name: "DDP/Send-MO-overlap/DDP-2-0x04", Category: "MO",
-			Spec: "RFC 5041 §7.2 with shared/spec ddp.md: an untagged MO that rewrites octets already placed: Terminate DDP/untagged 0x04",
+			Spec: "RFC 5041 §7.2 with docs/spec/ddp.md: an untagged MO that rewrites octets already placed: Terminate DDP/untagged 0x04",
 			Script: func(s *Session) error {
 				msn := s.NextMSN(wire.QNSend)
 				if err := s.Send(Untagged(s.RV, wire.OpSend, false, wire.QNSend, msn, 0, []byte("abcdefgh"))); err != nil {

@@ -72,7 +72,7 @@ func atomicCases() []*Case {
 		},
 		{
 			Name: "Atomic/FetchAdd-not-negotiated/accepted", Category: "extensions not negotiated", Needs: NeedNoRFC7306 | NeedRegion | NeedIRD,
-			Spec:    "shared/spec extensions.md leaves receipt open; the project receives RFC 7306 liberally (docs/extensions.md: hardware sends Immediate Data without MPA bits), so an Atomic Request on a connection without the extension is executed and answered. A responder that Terminates it with RDMAP/remote operation 0x06 is also within RFC 7306 §7",
+			Spec:    "docs/spec/extensions.md leaves receipt open; the project receives RFC 7306 liberally (docs/extensions.md: hardware sends Immediate Data without MPA bits), so an Atomic Request on a connection without the extension is executed and answered. A responder that Terminates it with RDMAP/remote operation 0x06 is also within RFC 7306 §7",
 			Startup: func(c *mpa.Config) { c.Extensions, c.NoAdvertise = 0, true },
 			Script:  atomic(func(s *Session) wire.AtomicRequest { return FetchAdd(6, s.main().STag, s.main().TO, 1) }),
 			Want:    accepted,

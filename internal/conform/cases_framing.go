@@ -26,7 +26,7 @@ func framingCases() []*Case {
 		},
 		{
 			Name: "Framing/ULPDU_Length-below-DDP-header/LLP-0-0x03", Category: "framing",
-			Spec: "RFC 5044 §4.1, shared/spec fpdu decisions: a ULPDU_Length that cannot hold a DDP header breaks the framing: Terminate LLP/MPA 0x03",
+			Spec: "RFC 5044 §4.1, docs/fpdu.md: a ULPDU_Length that cannot hold a DDP header breaks the framing: Terminate LLP/MPA 0x03",
 			Script: func(s *Session) error {
 				if s.Params.SendMarkers {
 					return nil

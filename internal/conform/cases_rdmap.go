@@ -27,7 +27,7 @@ func rdmapCases() []*Case {
 		},
 		{
 			Name: "RDMAP/Read-Response-unsolicited/RDMAP-2-0x06", Category: "responses",
-			Spec: "RFC 5040 §7.1, shared/spec rdmap.md: a Read Response with no Read outstanding is an unexpected opcode: Terminate RDMAP/remote operation 0x06",
+			Spec: "RFC 5040 §7.1, docs/spec/rdmap.md: a Read Response with no Read outstanding is an unexpected opcode: Terminate RDMAP/remote operation 0x06",
 			Script: func(s *Session) error {
 				return s.SendOffending(Tagged(s.RV, wire.OpReadResponse, true, 0x00ABCD03, 0, pattern(8)))
 			},

@@ -88,7 +88,7 @@ func readCases() []*Case {
 		},
 		{
 			Name: "Read/zero-length-unknown-STags/accepted", Category: "Read Request", Needs: NeedIRD,
-			Spec: "RFC 5040 §4.4, shared/spec rdmap.md (the Read RTR shape): a zero-length Read is answered with a zero-length Read Response, its STags are not checked",
+			Spec: "RFC 5040 §4.4, docs/spec/rdmap.md (the Read RTR shape): a zero-length Read is answered with a zero-length Read Response, its STags are not checked",
 			Script: func(s *Session) error {
 				return s.Send(ReadRequest(s.RV, s.NextMSN(wire.QNReadReq), src(0x00ABCD02, 0x99, 0)))
 			},

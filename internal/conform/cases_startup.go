@@ -20,7 +20,7 @@ func startupCases() []*Case {
 	return []*Case{
 		{
 			Name: "Startup/no-Request-sent/refused", Category: "MPA startup",
-			Spec: "RFC 5044 §7.1, shared/spec mpa.md: a Responder bounds the wait for the Request and closes a connection that sends none",
+			Spec: "RFC 5044 §7.1, docs/spec/mpa.md: a Responder bounds the wait for the Request and closes a connection that sends none",
 			Raw: func(ctx context.Context, nc net.Conn, o *Options) Observation {
 				return awaitClose(nc, o.startupWait())
 			},
@@ -75,7 +75,7 @@ func startupCases() []*Case {
 		},
 		{
 			Name: "Startup/MPA-Rev-0/refused", Category: "MPA startup",
-			Spec: "RFC 5044 §7.1, RFC 6581 §4: Rev 0 is not spoken by this project (shared/spec mpa.md); the Responder refuses it",
+			Spec: "RFC 5044 §7.1, RFC 6581 §4: Rev 0 is not spoken by this project (docs/spec/mpa.md); the Responder refuses it",
 			Raw: func(ctx context.Context, nc net.Conn, o *Options) Observation {
 				req := request(o, nil)
 				req[17] = 0

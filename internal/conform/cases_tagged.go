@@ -61,7 +61,7 @@ func taggedCases() []*Case {
 		},
 		{
 			Name: "Tagged/zero-length-Write-unknown-STag/accepted", Category: "tagged placement",
-			Spec: "shared/spec rdmap.md (the RTR shapes of RFC 6581): a zero-length Write places nothing and is not checked",
+			Spec: "docs/spec/rdmap.md (the RTR shapes of RFC 6581): a zero-length Write places nothing and is not checked",
 			Script: func(s *Session) error {
 				return s.Send(Tagged(s.RV, wire.OpWrite, true, 0x00ABCD01, 0x1234, nil))
 			},

@@ -143,7 +143,7 @@ func unmet(n Need, s *Session) string {
 
 // probeSTag is the Data Sink STag of the liveness probe: a zero-length
 // Read whose Response must come back (zero-length Reads are not checked,
-// RFC 5040 §4.4 and shared/spec rdmap.md).
+// RFC 5040 §4.4 and docs/spec/rdmap.md).
 const probeSTag = 0x00C0FFEE
 
 // observe waits for the responder's reaction. With probe, a zero-length

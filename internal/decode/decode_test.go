@@ -15,15 +15,15 @@ import (
 	"github.com/goiwarp/iwarp/internal/wire"
 )
 
-// The vectors are read from the shared directory (../../../shared/vectors,
-// see its README); they are the project's byte-exact references.
-const vectorDir = "../../../shared/vectors/"
+// The wire vectors (internal/vectors/testdata, see its README) are the
+// project's byte-exact references.
+const vectorDir = "../vectors/testdata/"
 
 func readVector(t *testing.T, name string) *Conn {
 	t.Helper()
 	b, err := os.ReadFile(vectorDir + name)
 	if err != nil {
-		t.Skipf("shared vectors not available: %v", err)
+		t.Fatal(err)
 	}
 	a, err := ReadText(bytes.NewReader(b))
 	if err != nil {
@@ -58,7 +58,7 @@ func clean(t *testing.T, frame int, it *Item) {
 }
 
 // TestFPDUVectors checks the decoded fields against the meaning column of
-// shared/vectors/fpdus.tsv.
+// internal/vectors/testdata/fpdus.tsv.
 func TestFPDUVectors(t *testing.T) {
 	c := readVector(t, "fpdus.tsv")
 	if !c.Startup || c.CRC != CRCOn || c.Initiator != 0 || c.Markers != [2]bool{} || c.Ext != 0 {
@@ -130,7 +130,7 @@ func TestFPDUVectors(t *testing.T) {
 	}
 }
 
-// TestV2Vectors checks shared/vectors/v2.tsv: RV=2, 5-bit opcodes, the
+// TestV2Vectors checks internal/vectors/testdata/v2.tsv: RV=2, 5-bit opcodes, the
 // negotiated extension set.
 func TestV2Vectors(t *testing.T) {
 	c := readVector(t, "v2.tsv")
@@ -161,7 +161,7 @@ func TestV2Vectors(t *testing.T) {
 	}
 }
 
-// TestMarkerVectors checks shared/vectors/markers.tsv: markers in the
+// TestMarkerVectors checks internal/vectors/testdata/markers.tsv: markers in the
 // Responder's stream only, FPDUPTR checked, CRC good.
 func TestMarkerVectors(t *testing.T) {
 	c := readVector(t, "markers.tsv")
@@ -247,9 +247,9 @@ func TestMidConnectionCRC(t *testing.T) {
 // TestMidConnectionNoCRC: without CRCs only -port (Options.Ports) makes a
 // mid-connection stream decode; FPDUs are then found by their headers.
 func TestMidConnectionNoCRC(t *testing.T) {
-	b, err := os.ReadFile("../../../shared/interop/captures/transcripts/siw-rping-session.log")
+	b, err := os.ReadFile("../../interop/captures/transcripts/siw-rping-session.log")
 	if err != nil {
-		t.Skipf("shared transcripts not available: %v", err)
+		t.Fatal(err)
 	}
 	a, err := ReadText(bytes.NewReader(b))
 	if err != nil {
@@ -528,7 +528,7 @@ func TestReplyChecks(t *testing.T) {
 }
 
 // TestSiwTerminate decodes the Terminate siw sent to a Responder that
-// answered a P2P Request without P2P (shared/interop/captures/
+// answered a P2P Request without P2P (interop/captures/
 // siw_mpa_request.hex): LLP/0/0x07 in siw's own control layout.
 func TestSiwTerminate(t *testing.T) {
 	text := "req: 4d 50 41 20 49 44 20 52 65 71 20 46 72 61 6d 65 10 02 00 04 80 01 c0 01\n" +

@@ -14,7 +14,7 @@ import (
 	"github.com/goiwarp/iwarp/internal/capture"
 )
 
-// The text formats of shared/vectors and shared/interop/captures hold byte
+// The text formats of internal/vectors/testdata and interop/captures hold byte
 // streams rather than packets. ReadText turns them into TCP connections
 // between made-up endpoints, the Initiator at 10.0.0.1 and the Responder at
 // 10.0.0.2:7000, so they decode like a capture. Each record (a TSV row, a
@@ -23,10 +23,10 @@ import (
 //
 //   - TSV with a header row naming the columns "direction" (I->R or R->I)
 //     and "hex" (the frame's bytes): one connection, every row in order
-//     (shared/vectors/*.tsv).
+//     (internal/vectors/testdata/*.tsv).
 //   - "req: HEX" starts a new connection with bytes from the Initiator;
 //     "rep: HEX" adds bytes from the Responder; a line of bare hex bytes
-//     counts as "req:" (shared/interop/captures/*.hex).
+//     counts as "req:" (interop/captures/*.hex).
 //   - Relay log records: a line "TIME c2s|s2c off=N len=M" followed by
 //     hexdump lines "OFFSET  HEX ... |ASCII|"; c2s is the Initiator; a c2s
 //     record at off=0 starts a new connection (captures/transcripts/*.log).
@@ -34,7 +34,7 @@ import (
 // Lines starting with '#' are comments.
 
 // ErrNoStreams is returned by ReadText for a text that holds no byte
-// stream in any of the known formats (shared/vectors/atomics.tsv holds
+// stream in any of the known formats (internal/vectors/testdata/atomics.tsv holds
 // operation results, not frames).
 var ErrNoStreams = errors.New("decode: no byte streams in this text (no hex column, req:/rep: lines or relay records)")
 

@@ -10,5 +10,5 @@
 // reader of the connection, and one transmit goroutine, which sends work
 // that cannot be written without blocking. A poster whose work fits in the
 // socket writes it itself when the transmit path is idle, so a small
-// operation crosses no goroutine hand-off (shared/DESIGN.md).
+// operation crosses no goroutine hand-off (docs/architecture.md).
 package engine

@@ -25,10 +25,10 @@ func atomicTarget(t *testing.T, s *side, words int) (*mem.Region, []uint64) {
 	return r, w
 }
 
-// TestAtomicsVectorsRemote runs every row of shared/vectors/atomics.tsv as a
+// TestAtomicsVectorsRemote runs every row of internal/vectors/testdata/atomics.tsv as a
 // remote atomic over loopback: returned original and final memory match.
 func TestAtomicsVectorsRemote(t *testing.T) {
-	rows, err := vectors.ReadAtomics("../../../shared/vectors/" + vectors.AtomicsFile)
+	rows, err := vectors.ReadAtomics("../vectors/testdata/" + vectors.AtomicsFile)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/goiwarp/iwarp/internal/wire"
 )
 
-// The error path (shared/spec rdmap.md §3): the first error wins; a
+// The error path (docs/spec/rdmap.md §3): the first error wins; a
 // violation found locally is reported to the peer with a Terminate at the
 // next FPDU boundary of the transmit stream, followed by a half-close; the
 // receive side reads and discards input for a bounded time so that closing

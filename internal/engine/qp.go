@@ -10,7 +10,7 @@ import (
 	"github.com/goiwarp/iwarp/internal/wire"
 )
 
-// State is a QP's state (shared/spec rdmap.md §3, as in siw and verbs).
+// State is a QP's state (docs/spec/rdmap.md §3, as in siw and verbs).
 type State uint8
 
 // QP states.

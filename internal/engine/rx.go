@@ -242,7 +242,7 @@ func (qp *QP) rxWrite(r *fpdu.Reader, h *wire.DDPHeader, payload, n int) error {
 
 // rxReadResponse places a Read Response segment. It is accepted only
 // against this side's oldest outstanding Read: same sink STag, inside the
-// sink range, not longer than requested (shared/DESIGN.md: otherwise a
+// sink range, not longer than requested (otherwise a
 // hostile responder could write into any buffer whose STag it guesses).
 func (qp *QP) rxReadResponse(r *fpdu.Reader, h *wire.DDPHeader, payload, n int) error {
 	qp.mu.Lock()

@@ -13,7 +13,7 @@ import (
 //
 //   - Send with Immediate Data (four variants): the payload in segments with
 //     L=0, then one L=1 segment with only the 8 immediate bytes at MO = the
-//     payload length (shared/spec extensions.md §2, project choice); a
+//     payload length (docs/spec/extensions.md §2, project choice); a
 //     zero-length one is the single L=1 segment.
 //   - RDMA Read V2: the request names only the source; the response is
 //     untagged on QN 3 (one MSN sequence with Atomic Responses), placed in

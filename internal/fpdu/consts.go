@@ -14,7 +14,7 @@ const (
 	MarkerLen = 4
 	// MinULPDU is the smallest acceptable ULPDU_Length: the 14-octet DDP
 	// tagged header (RFC 5041 §5.2). A smaller length is a framing error
-	// (shared/spec mpa.md §2).
+	// (docs/spec/mpa.md §2).
 	MinULPDU = 14
 	// MaxULPDULen is the largest ULPDU_Length the 16-bit field can carry.
 	MaxULPDULen = 65535
@@ -29,7 +29,7 @@ func PadLen(ulpduLen int) int {
 
 // MULPDU returns the largest ULPDU a sender should put into one FPDU for a
 // TCP effective MSS of emss, so that each FPDU fits one TCP segment
-// (RFC 5044 §4.1, shared/spec mpa.md §2):
+// (RFC 5044 §4.1, docs/spec/mpa.md §2):
 //
 //	without markers: EMSS - (6 + EMSS mod 4)
 //	with markers:    EMSS - (6 + 4*ceil(EMSS/512) + EMSS mod 4)

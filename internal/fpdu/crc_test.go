@@ -6,7 +6,7 @@ import (
 )
 
 // TestCRC32c checks the check value of CRC-32C and the trailer example of
-// shared/spec mpa.md §2, and that updates chain.
+// docs/spec/mpa.md §2, and that updates chain.
 func TestCRC32c(t *testing.T) {
 	if got := CRC32c([]byte("123456789")); got != 0xE3069283 {
 		t.Errorf("check value %08x", got)

@@ -3,7 +3,7 @@ package fpdu
 import "encoding/binary"
 
 // This file holds every definition of MPA markers (RFC 5044 §4.3, as
-// shared/spec mpa.md §3 reads it), used alike by the Writer, the Reader and
+// docs/spec/mpa.md §3 reads it), used alike by the Writer, the Reader and
 // DecodeFPDU:
 //
 //   - A marker is 4 octets: 2 reserved (zero) and FPDUPTR (big-endian).

@@ -6,7 +6,7 @@ import (
 )
 
 // TestMarkerOracle checks the Writer's marker stream against an
-// independent walk of the raw octets, written from shared/spec mpa.md §3
+// independent walk of the raw octets, written from docs/spec/mpa.md §3
 // alone: at every 512th stream offset 2 zero octets and FPDUPTR (the
 // distance back to the ULPDU_Length field, 0 for a marker that leads its
 // FPDU); the CRC over the raw octets from the FPDU's first octet to its

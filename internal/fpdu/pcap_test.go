@@ -10,8 +10,8 @@ import (
 	"testing"
 )
 
-// captureDir holds pcaps of real siw traffic (shared/interop/captures).
-const captureDir = "../../../shared/interop/captures/"
+// captureDir holds pcaps of real siw traffic (interop/captures).
+const captureDir = "../../interop/captures/"
 
 // tcpStreams reassembles the TCP payloads of a small Ethernet/IPv4 pcap
 // (in-order captures, as these are) into one stream per direction of each

@@ -11,9 +11,9 @@ import (
 )
 
 // transcriptDir holds byte-exact logs of whole siw<->siw sessions
-// (shared/interop/captures/transcripts): per record "TIME DIR off=N
+// (interop/captures/transcripts): per record "TIME DIR off=N
 // len=M" and a hexdump, then "DIR EOF total=N".
-const transcriptDir = "../../../shared/interop/captures/transcripts/"
+const transcriptDir = "../../interop/captures/transcripts/"
 
 // loadTranscript returns the two directions' byte streams of a session.
 func loadTranscript(t *testing.T, file string) map[string][]byte {

@@ -7,8 +7,8 @@ import (
 	"github.com/goiwarp/iwarp/internal/vectors"
 )
 
-// vectorDir holds the project's shared wire vectors (shared/vectors).
-const vectorDir = "../../../shared/vectors/"
+// vectorDir holds the project's shared wire vectors (internal/vectors/testdata).
+const vectorDir = "../vectors/testdata/"
 
 // loadVectors reads a vector file; with fpduOnly it keeps only the
 // rows that are FPDUs (not MPA Request/Reply frames).

@@ -31,7 +31,7 @@ var rank = map[string]int{
 	"internal/layers":    20,
 	"internal/leakcheck": 20,
 	"internal/testnet":   20,
-	"internal/vectors":   20, // test support: reads shared/vectors
+	"internal/vectors":   20, // test support: reads internal/vectors/testdata
 	"cmd/iwarp":          30,
 }
 

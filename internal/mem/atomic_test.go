@@ -43,10 +43,10 @@ func rfcCmpSwap(original, swapData, swapMask, compareData, compareMask uint64) u
 	return original
 }
 
-// TestAtomicsVectors runs every row of shared/vectors/atomics.tsv through
+// TestAtomicsVectors runs every row of internal/vectors/testdata/atomics.tsv through
 // the masked operations and the RFC transcription.
 func TestAtomicsVectors(t *testing.T) {
-	rows, err := vectors.ReadAtomics("../../../shared/vectors/" + vectors.AtomicsFile)
+	rows, err := vectors.ReadAtomics("../vectors/testdata/" + vectors.AtomicsFile)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func (r InvalidateReason) String() string {
 // TermCode returns the Terminate code for a failed remote invalidation:
 // RDMAP "STag cannot be invalidated" (0x09), with error type 1 (remote
 // protection) for an access failure and type 2 (remote operation)
-// otherwise, as Linux siw reports them (shared/spec rdmap.md §3).
+// otherwise, as Linux siw reports them (docs/spec/rdmap.md §3).
 func (r InvalidateReason) TermCode() wire.TermCode {
 	if r == InvalidateOtherPD || r == InvalidateNotAllowed {
 		return wire.TermRDMAPProtInvalidate

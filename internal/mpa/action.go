@@ -1,7 +1,7 @@
 package mpa
 
 // Action is what a startup decision tells its side to do next
-// (shared/spec/mpa.md "Which reaction for which startup error").
+// (docs/spec/mpa.md "Which reaction for which startup error").
 type Action uint8
 
 // The actions.

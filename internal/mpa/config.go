@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Default startup timeouts, as Linux siw uses them (shared/spec/mpa.md §1).
+// Default startup timeouts, as Linux siw uses them (docs/spec/mpa.md §1).
 const (
 	DefaultInitiatorTimeout = 10 * time.Second // waiting for the Reply (and the RTR exchange)
 	DefaultResponderTimeout = 5 * time.Second  // waiting for the Request (and the RTR)
@@ -47,7 +47,7 @@ type Config struct {
 	AcceptRTR RTR
 
 	// Extensions is the project extension set this side implements
-	// (shared/spec/extensions.md §3).
+	// (docs/spec/extensions.md §3).
 	Extensions Ext
 	// NoAdvertise leaves the extension bits out of this side's frame.
 	NoAdvertise bool
@@ -83,7 +83,7 @@ type Config struct {
 	MaxULPDU int
 }
 
-// DefaultConfig returns the project's startup defaults (shared/spec/mpa.md
+// DefaultConfig returns the project's startup defaults (docs/spec/mpa.md
 // "Project decisions for startup"): Rev 2, CRC asked for, no markers asked
 // for, IRD and ORD 16, P2P offering Write and Read RTR, accepting every RTR
 // type as Responder, and both extensions advertised.

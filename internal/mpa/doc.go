@@ -1,7 +1,7 @@
 // Package mpa is MPA connection setup (RFC 5044 §7, RFC 6581): the MPA
 // Request and Reply frames, the RFC 6581 IRD/ORD block, the negotiation of
 // Rev, CRC, markers per direction, peer-to-peer mode with its ready-to-receive
-// (RTR) message and the project's extension bits (shared/spec/extensions.md
+// (RTR) message and the project's extension bits (docs/spec/extensions.md
 // §3), rejection with private data, bounded startup time, and the hand-over
 // to full operation on an fpdu.Conn.
 //

@@ -3,7 +3,7 @@ package mpa
 import "github.com/goiwarp/iwarp/internal/wire"
 
 // Violations of MPA startup (RFC 5044 §7, RFC 6581 §5), each with the LLP
-// Terminate code it maps to (shared/spec/mpa.md §4). Which reaction a
+// Terminate code it maps to (docs/spec/mpa.md §4). Which reaction a
 // violation earns (close, Reply with R=1, or Terminate then close) depends on
 // who finds it: see docs/mpa.md.
 var (

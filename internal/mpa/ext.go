@@ -2,7 +2,7 @@ package mpa
 
 // Ext is the project's extension set, advertised in the two low bits of the
 // reserved flag nibble of the MPA frames ("extension set 1",
-// shared/spec/extensions.md §3).
+// docs/spec/extensions.md §3).
 type Ext uint8
 
 // The extension bits.

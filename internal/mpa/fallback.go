@@ -6,7 +6,7 @@ import (
 	"net"
 )
 
-// ConnectRev1Fallback is Connect with the retry cxgb4 does (shared/spec/
+// ConnectRev1Fallback is Connect with the retry cxgb4 does (docs/spec/
 // mpa.md §1): it dials a connection and runs Connect with cfg (nil means
 // DefaultConfig()); if the Request was Rev 2 and the Responder closed the
 // connection without sending a byte of a Reply (ErrClosedBeforeFrame), it

@@ -11,7 +11,7 @@ const (
 	// MaxPrivateData is the most private data RFC 5044 §7.1 allows.
 	MaxPrivateData = 512
 	// InteropPrivateData is the most private data Linux siw and Chelsio
-	// accept, the 4-byte IRD/ORD block included (shared/spec/mpa.md §1).
+	// accept, the 4-byte IRD/ORD block included (docs/spec/mpa.md §1).
 	InteropPrivateData = 256
 
 	// RequestKey is the key of an MPA Request Frame.
@@ -30,7 +30,7 @@ const (
 
 // Flags is the flags byte of a Request or Reply (RFC 5044 §7.1, RFC 6581
 // §5): M, C, R, H and the reserved nibble, whose two low bits the project
-// uses for its extension set (shared/spec/extensions.md §3).
+// uses for its extension set (docs/spec/extensions.md §3).
 type Flags uint8
 
 // The flag bits.

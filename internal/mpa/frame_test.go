@@ -19,7 +19,7 @@ type wantFrame struct {
 
 // goldenFrames annotates every frame vector (names from vectors_test.go).
 var goldenFrames = map[string]wantFrame{
-	// shared/vectors: fpdus.tsv, markers.tsv, v2.tsv.
+	// internal/vectors/testdata: fpdus.tsv, markers.tsv, v2.tsv.
 	"fpdus:mpa-request-rev1-crc":        {false, FlagCRC, 1, nil, ""},
 	"fpdus:mpa-reply-rev1-crc-pd":       {true, FlagCRC, 1, nil, "ok"},
 	"markers:mpa-request-wants-markers": {false, FlagMarkers | FlagCRC, 1, nil, ""},

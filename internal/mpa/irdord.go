@@ -58,7 +58,7 @@ func (r RTR) String() string {
 func (r RTR) single() bool { return r == RTRWrite || r == RTRRead || r == RTRSend }
 
 // pick returns the preferred type of r: Write, then Read, then Send
-// (shared/spec/mpa.md "Project decisions"), or 0 if r is empty.
+// (docs/spec/mpa.md "Project decisions"), or 0 if r is empty.
 func (r RTR) pick() RTR {
 	for _, t := range [...]RTR{RTRWrite, RTRRead, RTRSend} {
 		if r&t != 0 {

@@ -14,7 +14,7 @@ type InitiatorDecision struct {
 }
 
 // DecideInitiator returns the Initiator's decision for the Reply rep to its
-// Request req, sent under configuration cfg (shared/spec/mpa.md §1 and its
+// Request req, sent under configuration cfg (docs/spec/mpa.md §1 and its
 // Project decisions, extensions.md §3). It is a pure function.
 //
 //   - A Request key where the Reply belongs: close.

@@ -6,7 +6,7 @@ package mpa
 // have passed validation (Connect does it).
 //
 // The block carries cfg's IRD and ORD, raised to ORD 1 when a Read RTR is
-// offered with ORD 0: the RTR needs one credit (shared/spec/mpa.md, Project
+// offered with ORD 0: the RTR needs one credit (docs/spec/mpa.md, Project
 // decisions).
 func RequestFrame(cfg *Config) (hdr Frame, blk IRDORD) {
 	hdr.Rev = cfg.rev()

@@ -16,7 +16,7 @@ type ResponderDecision struct {
 }
 
 // DecideResponder returns the Responder's decision for a parsed Request req
-// under configuration cfg (shared/spec/mpa.md §1 and its Project decisions,
+// under configuration cfg (docs/spec/mpa.md §1 and its Project decisions,
 // extensions.md §3). It is a pure function: every row of the truth table
 // in docs/mpa.md is one call.
 //

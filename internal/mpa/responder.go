@@ -49,7 +49,7 @@ var errRequestUsed = errors.New("mpa: Request already accepted or rejected")
 // bounded by ctx and lim.Timeout (nil lim means the defaults), so that the
 // ULP can inspect it before calling Accept or Reject.
 //
-// Garbage is closed on without a Reply (shared/spec/mpa.md "Which
+// Garbage is closed on without a Reply (docs/spec/mpa.md "Which
 // reaction"): a bad key (ErrBadKey, also for a Reply key), an unknown Rev
 // (ErrUnknownRev), a PD_Length over 512 or the limit
 // (ErrPrivateDataTooLong), a short block (ErrShortIRDORD), bytes pipelined

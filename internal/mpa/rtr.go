@@ -7,7 +7,7 @@ import (
 	"github.com/goiwarp/iwarp/internal/wire"
 )
 
-// The RTR messages (RFC 6581 §5, shared/spec/mpa.md Project decisions).
+// The RTR messages (RFC 6581 §5, docs/spec/mpa.md Project decisions).
 const (
 	// RTRWriteSTag is the STag of the zero-length RDMA Write sent as RTR:
 	// 1, as Linux siw sends it (some hardware treats STag 0 specially).
@@ -90,7 +90,7 @@ func readULPDU(r *fpdu.Reader, buf *[rtrMaxULPDU]byte, rv uint8) (wire.ULPDU, er
 
 // checkRTR reports whether u is the zero-length RTR message of type rtr
 // (RFC 6581 §5). STags are not checked: a zero-length Write or Read used
-// as RTR touches no memory (shared/spec/mpa.md Project decisions).
+// as RTR touches no memory (docs/spec/mpa.md Project decisions).
 func checkRTR(u *wire.ULPDU, rtr RTR) error {
 	d := &u.DDP
 	ok := d.Last && len(u.Payload) == 0

@@ -12,7 +12,7 @@ import (
 )
 
 // TimeoutError reports a startup that did not finish in time: the peer
-// stalled (shared/spec/mpa.md §1, "A peer that stalls in startup must not
+// stalled (docs/spec/mpa.md §1, "A peer that stalls in startup must not
 // hold resources forever"). It unwraps to context.DeadlineExceeded when the
 // caller's context expired, else to os.ErrDeadlineExceeded (the configured
 // startup timeout).
@@ -35,7 +35,7 @@ func (e *TimeoutError) Timeout() bool { return true }
 // ErrClosedBeforeFrame reports that the peer closed (or reset) the
 // connection before sending a single byte of the expected Request or Reply:
 // what irdma and cxgb4 do with a Request whose Rev they do not support
-// (shared/spec/mpa.md §1). ConnectRev1Fallback retries on it.
+// (docs/spec/mpa.md §1). ConnectRev1Fallback retries on it.
 var ErrClosedBeforeFrame = errors.New("peer closed the connection without sending an MPA frame")
 
 // Stages of the startup, for errors.

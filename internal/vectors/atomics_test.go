@@ -29,7 +29,7 @@ func TestParseAtomics(t *testing.T) {
 }
 
 func TestSharedAtomics(t *testing.T) {
-	as, err := ReadAtomics("../../../shared/vectors/" + AtomicsFile)
+	as, err := ReadAtomics("testdata/" + AtomicsFile)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
 // Package vectors reads the project's shared wire vector files
-// (shared/vectors/*.tsv, see their README.md) for the tests of the wire,
+// (internal/vectors/testdata/*.tsv, see their README.md) for the tests of the wire,
 // framing and decoding packages. Each row of such a file is one frame on
 // the wire: an MPA Request or Reply, or a whole FPDU (ULPDU_Length, ULPDU,
 // pad, CRC32c little-endian).

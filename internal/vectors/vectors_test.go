@@ -45,7 +45,7 @@ func TestParseRejects(t *testing.T) {
 // parse and start with the MPA Request and Reply; and FrameFiles must name
 // every vector file but atomics.tsv, so no new file goes unread.
 func TestSharedFiles(t *testing.T) {
-	const dir = "../../../shared/vectors/"
+	const dir = "testdata/"
 	all, err := filepath.Glob(dir + "*.tsv")
 	if err != nil {
 		t.Fatal(err)

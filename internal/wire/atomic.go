@@ -37,7 +37,7 @@ type AtomicRequest struct {
 
 // ErrUnknownAOpCode reports an Atomic Request whose AOpCode is neither
 // FetchAdd nor CmpSwap (project choice: RDMAP/2/0x06, unexpected opcode;
-// see shared/spec/extensions.md §1).
+// see docs/spec/extensions.md §1).
 var ErrUnknownAOpCode = &ProtocolError{"unsupported atomic operation code", TermRDMAPUnexpectedOpcode}
 
 // ParseAtomicRequest decodes the Atomic Request header at the start of b.

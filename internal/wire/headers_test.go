@@ -8,7 +8,7 @@ import (
 )
 
 // Golden headers, annotated. The Read Request, Atomic and Read V2 bytes are
-// the RDMAP headers of rows of shared/vectors/fpdus.tsv and v2.tsv.
+// the RDMAP headers of rows of internal/vectors/testdata/fpdus.tsv and v2.tsv.
 
 var readRequestGolden = annotatedHex(`
 	aabbccdd         Data Sink STag

@@ -29,7 +29,7 @@ func ImmediateFromUint64(v uint64) ImmediateData {
 }
 
 // ErrImmediateLength reports Immediate Data that is not exactly 8 bytes
-// (project choice: RDMAP/2/0xFF; see shared/spec/extensions.md §1).
+// (project choice: RDMAP/2/0xFF; see docs/spec/extensions.md §1).
 var ErrImmediateLength = &ProtocolError{"immediate data is not exactly 8 bytes", TermRDMAPOpUnspecified}
 
 // ParseImmediateData returns the immediate data of b, which must be exactly

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// The table, row by row, against shared/spec rdmap.md §2 and extensions.md.
+// The table, row by row, against docs/spec/rdmap.md §2 and extensions.md.
 func TestOpcodeTable(t *testing.T) {
 	tests := []struct {
 		op      Opcode

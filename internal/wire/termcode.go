@@ -98,7 +98,7 @@ type termInfo struct {
 }
 
 // termTable lists every code of the specification tables with its name, in
-// the order of the tables (shared/spec rdmap.md §4, ddp.md §3, mpa.md §4).
+// the order of the tables (docs/spec/rdmap.md §4, ddp.md §3, mpa.md §4).
 var termTable = [...]termInfo{
 	{TermRDMAPCatastrophic, "local catastrophic error"},
 	{TermRDMAPInvalidSTag, "invalid STag"},

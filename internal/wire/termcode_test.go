@@ -2,7 +2,7 @@ package wire
 
 import "testing"
 
-// TermCode String and Name for every code of the tables (shared/spec
+// TermCode String and Name for every code of the tables (docs/spec/
 // rdmap.md §4, ddp.md §3, mpa.md §4).
 func TestTermCodeStrings(t *testing.T) {
 	want := map[TermCode]string{

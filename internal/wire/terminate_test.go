@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// The siw Terminate Control fields of shared/spec/interop.md ("siw's
+// The siw Terminate Control fields of docs/spec/interop.md ("siw's
 // Terminate control field is not RFC-encoded"), and the RFC encodings of
 // the same codes.
 func TestTerminateControlLayouts(t *testing.T) {
@@ -24,7 +24,7 @@ func TestTerminateControlLayouts(t *testing.T) {
 		{"siw DDP/2/0x06", "21 06 00 00", TermDDPUntaggedVersion, false, false, false, LayoutSiw, false},
 		// interop.md: Read Request with an invalid source STag, M D R.
 		{"siw RDMAP/1/0x00 MDR", "10 00 07 00", TermRDMAPInvalidSTag, true, true, true, LayoutSiw, false},
-		// shared/interop/captures/siw_mpa_request.hex: a P2P siw refusing a
+		// interop/captures/siw_mpa_request.hex: a P2P siw refusing a
 		// Reply without the P2P bits.
 		{"siw LLP/0/0x07", "02 07 00 00", TermLLPNoRTRModel, false, false, false, LayoutSiw, true},
 		// siw's M D without R (DDP errors).
@@ -100,7 +100,7 @@ func TestTerminateControlLayouts(t *testing.T) {
 	}
 }
 
-// A whole siw Terminate FPDU from shared/interop/captures/siw_mpa_request.hex
+// A whole siw Terminate FPDU from interop/captures/siw_mpa_request.hex
 // (siw built with P2P, answered without the P2P bits; no CRC, so the
 // trailer is zero).
 func TestTerminateSiwCapture(t *testing.T) {

@@ -12,7 +12,7 @@ const (
 	// LayoutSiw is Linux siw's (C bitfields laid out little-endian):
 	// Error Type in the high nibble of byte 0, Layer in the low nibble,
 	// Error Code in byte 1, M 0x01, D 0x02, R 0x04 in byte 2, the other
-	// bits reserved. See shared/spec/interop.md.
+	// bits reserved. See docs/spec/interop.md.
 	LayoutSiw
 )
 

@@ -66,13 +66,13 @@ func TestParseULPDUOpcodeReading(t *testing.T) {
 	}
 }
 
-// The transcripts of real siw sessions (shared/interop/captures/transcripts,
+// The transcripts of real siw sessions (interop/captures/transcripts,
 // hexdumps of each direction's TCP stream) decode FPDU by FPDU and
 // re-encode byte for byte. The MPA Request/Reply (24 bytes each, Rev 2 with
 // the IRD/ORD block) is skipped; CRC was off, so each trailer is zero.
 func TestTranscripts(t *testing.T) {
 	for _, name := range []string{"siw-rping-session.log", "siw-rdma_client-session.log"} {
-		streams := readTranscript(t, "../../../shared/interop/captures/transcripts/"+name)
+		streams := readTranscript(t, "../../interop/captures/transcripts/"+name)
 		total := 0
 		for dir, s := range streams {
 			if len(s) < 24 || !bytes.HasPrefix(s, []byte("MPA ID Re")) {

@@ -13,9 +13,9 @@ import (
 )
 
 // The vectors are read from the project's shared vector files
-// (/work/shared/vectors, see its README.md): each hex column is a whole
+// (internal/vectors/testdata, see its README.md): each hex column is a whole
 // FPDU: ULPDU_Length, ULPDU, pad, CRC32c little-endian.
-const vectorDir = "../../../shared/vectors/"
+const vectorDir = "../vectors/testdata/"
 
 func loadVectors(t testing.TB, file string) []vectors.Frame {
 	t.Helper()
