@@ -47,7 +47,7 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-12s %s\n", n, commands[n].short)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, `Run "iwarp <command> -h" for a command's options.`)
+	fmt.Fprintln(w, `Run "iwarp <command> -h" (or "iwarp help <command>") for a command's options.`)
 }
 
 func main() {
@@ -55,18 +55,24 @@ func main() {
 }
 
 func runMain(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		usage(stdout)
-		if len(args) == 0 {
-			return 2
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	if args[0] == "help" || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
+		if len(args) > 1 {
+			if c, ok := commands[args[1]]; ok {
+				return c.run([]string{"-h"}, stdout, stderr)
+			}
 		}
-		return 0
+		usage(stdout)
+		return exitOK
 	}
 	c, ok := commands[args[0]]
 	if !ok {
 		fmt.Fprintf(stderr, "iwarp: unknown command %q\n", args[0])
 		usage(stderr)
-		return 2
+		return exitUsage
 	}
 	return c.run(args[1:], stdout, stderr)
 }
