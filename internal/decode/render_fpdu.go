@@ -31,6 +31,10 @@ func fpduLine(b *strings.Builder, c *Conn, it *Item, ro RenderOptions) {
 		} else if f.Markers > 0 {
 			b.WriteString("(FPDUPTR ok)")
 		}
+		if f.SloppyMarkers > 0 {
+			// A sender's slip that receivers ignore (RFC 5044 §4.2).
+			fmt.Fprintf(b, "(reserved bits set:%d)", f.SloppyMarkers)
+		}
 	}
 	if it.FPDUErr == fpdu.ErrTruncated {
 		fmt.Fprintf(b, " TRUNCATED: %s (%d bytes captured)", it.Text, f.Size)

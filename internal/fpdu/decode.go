@@ -19,9 +19,13 @@ type Frame struct {
 	Size int
 	// Markers is the number of markers stripped (with Options.RecvMarkers).
 	Markers int
-	// BadMarkers counts stripped markers whose reserved octets were not
-	// zero or whose FPDUPTR did not point at this FPDU's ULPDU_Length.
+	// BadMarkers counts stripped markers whose FPDUPTR did not point at
+	// this FPDU's ULPDU_Length (ErrMarker).
 	BadMarkers int
+	// SloppyMarkers counts stripped markers with bits set that the sender
+	// must leave zero (the reserved octets, the two low bits of FPDUPTR):
+	// a receiver ignores them (RFC 5044 §4.2), so they are no error.
+	SloppyMarkers int
 }
 
 // DecodeFPDU decodes the FPDU at the start of src, for tools. streamOff is
@@ -78,6 +82,9 @@ func DecodeFPDU(dst, src []byte, streamOff uint64, opts Options) (Frame, error) 
 	if !d.read(tb[:f.PadLen], true) {
 		return d.frame(f), d.truncated()
 	}
+	if d.m.due() && !d.marker(true) { // the marker before the CRC field
+		return d.frame(f), d.truncated()
+	}
 	f.ComputedCRC = d.crc
 	if !d.read(tb[:], false) {
 		return d.frame(f), d.truncated()
@@ -97,6 +104,7 @@ type decoder struct {
 	crc     uint32
 	markers int
 	bad     int
+	sloppy  int
 	err     error
 }
 
@@ -119,6 +127,7 @@ func (d *decoder) frame(f Frame) Frame {
 	f.Size = d.off
 	f.Markers = d.markers
 	f.BadMarkers = d.bad
+	f.SloppyMarkers = d.sloppy
 	return f
 }
 
@@ -173,6 +182,9 @@ func (d *decoder) marker(cover bool) bool {
 	if !markerOK(mb, d.m.fpduptr()) {
 		d.bad++
 		d.note(ErrMarker)
+	}
+	if markerSloppy(mb) {
+		d.sloppy++
 	}
 	d.off += MarkerLen
 	d.m.passMarker()

@@ -12,8 +12,9 @@ var (
 	// ErrCRC: the received CRC does not match the computed CRC32c
 	// (LLP/MPA 0x02). Fatal to the stream.
 	ErrCRC = &wire.ProtocolError{What: "MPA CRC mismatch", Code: wire.TermLLPCRC}
-	// ErrMarker: a marker's reserved octets are not zero, or its FPDUPTR
-	// does not point at the FPDU's ULPDU_Length field (LLP/MPA 0x03).
+	// ErrMarker: a marker's FPDUPTR does not point at the FPDU's
+	// ULPDU_Length field (LLP/MPA 0x03). Its reserved octets and the two
+	// low bits of FPDUPTR are ignored (RFC 5044 §4.2).
 	ErrMarker = &wire.ProtocolError{What: "MPA marker does not point at the FPDU start", Code: wire.TermLLPMarker}
 	// ErrULPDUTooShort: ULPDU_Length below MinULPDU, shorter than any DDP
 	// header. Reported as LLP/MPA 0x03 ("marker and ULPDU_Length / FPDU
@@ -33,14 +34,14 @@ var (
 // consumed.
 var (
 	// ErrSendULPDUTooLong: Append was given more than 65535 ULPDU octets.
-	ErrSendULPDUTooLong = errors.New("fpdu: ULPDU longer than 65535 octets")
+	ErrSendULPDUTooLong = errors.New("ULPDU longer than 65535 octets")
 	// ErrSendULPDUTooShort: Append was given fewer than MinULPDU octets,
 	// which the peer would reject as a framing error.
-	ErrSendULPDUTooShort = errors.New("fpdu: ULPDU shorter than the 14-octet DDP header")
+	ErrSendULPDUTooShort = errors.New("ULPDU shorter than the 14-octet DDP header")
 	// ErrNotInFPDU: Read, Discard or End was called with no FPDU started,
 	// or Read/Discard asked for more than Remaining.
-	ErrNotInFPDU = errors.New("fpdu: read beyond the current ULPDU")
+	ErrNotInFPDU = errors.New("read beyond the current ULPDU")
 	// ErrFPDUInProgress: Next was called before End of the previous FPDU,
 	// or End before all ULPDU octets were consumed.
-	ErrFPDUInProgress = errors.New("fpdu: FPDU not finished")
+	ErrFPDUInProgress = errors.New("FPDU not finished")
 )

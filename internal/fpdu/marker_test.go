@@ -10,8 +10,10 @@ import (
 // alone: at every 512th stream offset 2 zero octets and FPDUPTR (the
 // distance back to the ULPDU_Length field, 0 for a marker that leads its
 // FPDU); the CRC over the raw octets from the FPDU's first octet to its
-// CRC field, markers included (a marker inside the CRC field is not). The
-// lengths are chosen so that every edge case occurs.
+// CRC field, every marker included: a leading one, and one due exactly
+// where the CRC field would start, which comes before the CRC field
+// (RFC 5044 §4.3, §4.4). The lengths are chosen so that every edge case
+// occurs.
 func TestMarkerOracle(t *testing.T) {
 	// skip returns the raw offset after n logical octets from raw offset
 	// pos, passing the markers due before each octet.
@@ -71,7 +73,7 @@ func TestMarkerOracle(t *testing.T) {
 		}
 		return pos, got
 	}
-	var leadingAtBoundary, inCRC int
+	var leadingAtBoundary, beforeCRC int
 	s := 0
 	for i, u := range ulpdus {
 		hdr := s
@@ -83,6 +85,10 @@ func TestMarkerOracle(t *testing.T) {
 		}
 		covered := HeaderLen + len(u) + PadLen(len(u))
 		crcStart, logical := walk(s, covered)
+		if crcStart%MarkerInterval == 0 {
+			crcStart += MarkerLen // the marker before the CRC field
+			beforeCRC++
+		}
 		end, trailer := walk(crcStart, CRCLen)
 		if int(binary.BigEndian.Uint16(logical)) != len(u) || string(logical[2:2+len(u)]) != string(u) {
 			t.Fatalf("FPDU %d at %d: header or ULPDU wrong", i, s)
@@ -99,7 +105,7 @@ func TestMarkerOracle(t *testing.T) {
 				t.Fatalf("FPDU %d: marker at %d = %x, want FPDUPTR %d", i, m, stream[m:m+4], want)
 			}
 			if m >= crcStart {
-				inCRC++
+				t.Fatalf("FPDU %d: marker at %d inside the CRC field at %d", i, m, crcStart)
 			}
 		}
 		s = end
@@ -107,8 +113,8 @@ func TestMarkerOracle(t *testing.T) {
 	if s != len(stream) {
 		t.Fatalf("walked %d of %d octets", s, len(stream))
 	}
-	if leadingAtBoundary == 0 || inCRC == 0 {
-		t.Errorf("edge cases not all covered: leading %d, at the CRC %d", leadingAtBoundary, inCRC)
+	if leadingAtBoundary == 0 || beforeCRC < 2 {
+		t.Errorf("edge cases not all covered: leading %d, before the CRC %d", leadingAtBoundary, beforeCRC)
 	}
 
 	// The Reader and DecodeFPDU read the stream back.

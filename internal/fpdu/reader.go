@@ -210,6 +210,12 @@ func (r *Reader) End() error {
 	if err := r.take(r.tb[:pad], true); err != nil {
 		return r.fail(err)
 	}
+	if r.m.due() {
+		// The marker before the CRC field is covered (marker.go).
+		if err := r.marker(true); err != nil {
+			return r.fail(err)
+		}
+	}
 	r.flushCRC()
 	r.pend = false
 	want := r.crc

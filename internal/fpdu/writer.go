@@ -88,13 +88,19 @@ func (w *Writer) Append(hdr []byte, payload ...[]byte) error {
 		}
 	}
 	w.emitCopy(zeroPad[:PadLen(n)])
+	if w.m.due() {
+		// A marker due where the CRC field starts is inside the FPDU and
+		// covered by the CRC (marker.go).
+		w.emitMarker()
+	}
 	var tb [CRCLen]byte
 	if w.crcOn {
 		w.flushCRC()
 		binary.LittleEndian.PutUint32(tb[:], w.crc)
 	}
-	// The trailer (and a marker inside it) is not covered by the CRC:
-	// nothing flushes the arena's pending octets again in this FPDU.
+	// The trailer is not covered by the CRC: nothing flushes the arena's
+	// pending octets again in this FPDU, and no marker can fall inside
+	// it (every FPDU field is 4-aligned in the stream).
 	w.emitCopy(tb[:])
 	return nil
 }
