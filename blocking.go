@@ -91,7 +91,7 @@ type WRError struct {
 // Error describes the failure.
 func (e *WRError) Error() string {
 	if e.Err != nil {
-		return fmt.Sprintf("iwarp: %v %v: %v", e.Op, e.Status, e.Err)
+		return fmt.Sprintf("iwarp: %v %v: %s", e.Op, e.Status, detail(e.Err))
 	}
 	return fmt.Sprintf("iwarp: %v %v", e.Op, e.Status)
 }

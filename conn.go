@@ -168,7 +168,7 @@ func wrapSetupError(err error) error {
 	if errors.As(err, &pt) {
 		return &TerminateError{Code: termCode(pt.Code), Control: pt.Control, SiwLayout: pt.SiwLayout}
 	}
-	return err
+	return wrapAs(nil, err)
 }
 
 // Connect dials addr (network "tcp", "tcp4" or "tcp6") and runs the MPA
@@ -403,7 +403,7 @@ func ReadConnRequest(ctx context.Context, nc net.Conn, cfg *ListenConfig) (*Conn
 	req, err := mpa.ReadRequest(ctx, nc, &lim)
 	if err != nil {
 		nc.Close()
-		return nil, err
+		return nil, wrapSetupError(err)
 	}
 	return &ConnRequest{nc: nc, req: req}, nil
 }

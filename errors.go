@@ -1,8 +1,10 @@
 package iwarp
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/goiwarp/iwarp/internal/engine"
 	"github.com/goiwarp/iwarp/internal/wire"
@@ -100,7 +102,8 @@ type TerminateError struct {
 // ErrTerminated matches every *TerminateError with errors.Is.
 var ErrTerminated = errors.New("iwarp: stream terminated")
 
-// Error describes the Terminate.
+// Error describes the Terminate: who sent it, its code and, for one this
+// side sent, the violation found (without repeating the code).
 func (e *TerminateError) Error() string {
 	dir := "peer sent Terminate"
 	if e.Sent {
@@ -110,8 +113,8 @@ func (e *TerminateError) Error() string {
 	if e.SiwLayout {
 		s += fmt.Sprintf(" (siw layout, control % x)", e.Control)
 	}
-	if e.Cause != nil {
-		s += ": " + e.Cause.Error()
+	if why := engine.TerminateCause(e.Code.wire(), e.Cause); why != "" {
+		s += ": " + strings.TrimPrefix(why, "iwarp: ")
 	}
 	return s
 }
@@ -133,7 +136,8 @@ var (
 	ErrQPClosed = engine.ErrLocallyClosed
 )
 
-// wrapEngineError converts the engine's error types to the public ones.
+// wrapEngineError converts the engine's errors to the API's: a Terminate
+// into *TerminateError, any other error into an apiError (nil stays nil).
 func wrapEngineError(err error) error {
 	var te *engine.TerminateError
 	if errors.As(err, &te) {
@@ -142,5 +146,40 @@ func wrapEngineError(err error) error {
 			SiwLayout: te.Layout == wire.LayoutSiw, Control: te.Control,
 		}
 	}
-	return err
+	return wrapAs(nil, err)
 }
+
+// apiError is the error of a layer below the API (the engine, MPA, the
+// memory table) as the API returns it: its message is that layer's, which
+// says more than the sentinel's, prefixed once with "iwarp: "; errors.Is
+// and errors.As find both the API's sentinel kind (when not nil) and the
+// layer's error.
+type apiError struct {
+	kind error
+	err  error
+}
+
+// Error returns "iwarp: " and the layer's message.
+func (e *apiError) Error() string { return "iwarp: " + detail(e.err) }
+
+// Unwrap returns the sentinel and the layer's error.
+func (e *apiError) Unwrap() []error {
+	if e.kind == nil {
+		return []error{e.err}
+	}
+	return []error{e.kind, e.err}
+}
+
+// wrapAs returns err, a lower layer's error, as an error of the API of
+// kind (one of its sentinels, or nil). nil stays nil, and a context's own
+// error is returned as it is.
+func wrapAs(kind, err error) error {
+	if err == nil || err == context.Canceled || err == context.DeadlineExceeded {
+		return err
+	}
+	return &apiError{kind: kind, err: err}
+}
+
+// detail is err's message without the "iwarp: " prefix, for a message that
+// includes it.
+func detail(err error) string { return strings.TrimPrefix(err.Error(), "iwarp: ") }

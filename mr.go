@@ -52,7 +52,7 @@ type MR struct {
 func (pd *PD) RegisterMemory(buf []byte, access Access) (*MR, error) {
 	r, err := pd.dev.table.Register(pd.id, buf, mem.Access(access), 0)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidBuffer, err)
+		return nil, wrapAs(ErrInvalidBuffer, err)
 	}
 	return &MR{pd: pd, r: r}, nil
 }
@@ -97,7 +97,7 @@ func (mr *MR) SGE(off, n int) SGE { return SGE{MR: mr, Offset: off, Length: n} }
 // placement into the buffer is in flight (bounded by ctx), and frees the
 // region. When it returns nil no byte can land in the buffer any more.
 func (mr *MR) Deregister(ctx context.Context) error {
-	return mr.pd.dev.table.Deregister(ctx, mr.r)
+	return wrapAs(nil, mr.pd.dev.table.Deregister(ctx, mr.r))
 }
 
 // Rekey gives the region a new STag (a new random key over the same table
@@ -107,7 +107,7 @@ func (mr *MR) Deregister(ctx context.Context) error {
 func (mr *MR) Rekey(access Access) (uint32, error) {
 	s, err := mr.pd.dev.table.Rekey(mr.r, mem.Access(access))
 	if err != nil {
-		return 0, fmt.Errorf("%w: %w", ErrInvalidBuffer, err)
+		return 0, wrapAs(ErrInvalidBuffer, err)
 	}
 	return uint32(s), nil
 }

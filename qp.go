@@ -151,9 +151,9 @@ func (pd *PD) NewQP(cfg *QPConfig) (*QP, error) {
 	})
 	if err != nil {
 		if errors.Is(err, engine.ErrCQFull) {
-			return nil, fmt.Errorf("%w: %w", ErrCQCapacity, err)
+			return nil, wrapAs(ErrCQCapacity, err)
 		}
-		return nil, err
+		return nil, wrapAs(ErrInvalidConfig, err)
 	}
 	qp := &QP{pd: pd, cfg: c, e: e}
 	e.User = qp
@@ -314,17 +314,15 @@ func (qp *QP) postError(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, engine.ErrSQFull), errors.Is(err, engine.ErrRQFull), errors.Is(err, engine.ErrSQNeedsSignaled):
-		return fmt.Errorf("%w: %w", ErrQueueFull, err)
+		return wrapAs(ErrQueueFull, err)
 	case errors.Is(err, engine.ErrNotConnected):
-		return fmt.Errorf("%w: %w", ErrNotConnected, err)
+		return wrapAs(ErrNotConnected, err)
 	case errors.Is(err, engine.ErrQPState):
 		return wrapEngineError(err)
-	case errors.Is(err, engine.ErrSRQAttached):
-		return fmt.Errorf("%w: %w", ErrInvalidWR, err)
 	case errors.Is(err, engine.ErrNotSupportedByPeer):
-		return fmt.Errorf("%w: %w", ErrNotSupportedByPeer, err)
+		return wrapAs(ErrNotSupportedByPeer, err)
 	}
-	return fmt.Errorf("%w: %w", ErrInvalidWR, err)
+	return wrapAs(ErrInvalidWR, err) // ErrSRQAttached and the WR checks
 }
 
 // PostRecv posts receive work requests, in order. Receives may be posted
@@ -358,13 +356,13 @@ func (qp *QP) start(c *mpa.Conn) error {
 	qp.mu.Unlock()
 	qp.pd.dev.log.log(slog.LevelDebug, "iwarp: queue pair connected", slog.String("peer", qp.attrs.PeerAddr),
 		slog.Int("mpa_rev", int(p.Rev)), slog.Bool("crc", p.CRC), slog.Bool("rfc7306", qp.attrs.RFC7306), slog.Bool("v2", qp.attrs.V2))
-	return qp.e.Start(c.FPDU(), engine.Params{
+	return wrapEngineError(qp.e.Start(c.FPDU(), engine.Params{
 		IRD: int(p.IRD), ORD: int(p.ORD), MULPDU: c.MULPDU(),
 		FirstSendMSN: p.SendMSN(0), FirstReadMSN: p.SendMSN(1),
 		FirstPeerSendMSN: p.RecvMSN(0), FirstPeerReadMSN: p.RecvMSN(1),
 		RFC7306: p.Extensions&mpa.ExtRFC7306 != 0,
 		V2:      p.Extensions&mpa.ExtV2 != 0,
-	})
+	}))
 }
 
 // Disconnect closes the connection in order: no new work is accepted, the
@@ -373,12 +371,12 @@ func (qp *QP) start(c *mpa.Conn) error {
 // side within QPConfig.OpTimeout of our half-close fails the QP (Err says
 // the peer stalled). If ctx ends first the QP is closed at once and ctx's
 // error returned.
-func (qp *QP) Disconnect(ctx context.Context) error { return qp.e.Disconnect(ctx) }
+func (qp *QP) Disconnect(ctx context.Context) error { return wrapEngineError(qp.e.Disconnect(ctx)) }
 
 // Close tears the QP down at once (no Terminate: the peer sees the
 // connection close); outstanding work completes as flushed. It returns when
 // that is done. Close is safe to call more than once.
-func (qp *QP) Close() error { return qp.e.Close() }
+func (qp *QP) Close() error { return wrapEngineError(qp.e.Close()) }
 
 // convertRecvs converts receive WRs into the engine's form, appending to
 // the caller's scratch slices (no allocation once they are large enough).

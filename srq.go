@@ -1,6 +1,7 @@
 package iwarp
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
@@ -46,7 +47,7 @@ func (pd *PD) NewSRQ(cfg *SRQConfig) (*SRQ, error) {
 	}
 	e, err := engine.NewSRQ(c.Depth, c.MaxSGE)
 	if err != nil {
-		return nil, err
+		return nil, wrapAs(ErrInvalidConfig, err)
 	}
 	s := &SRQ{pd: pd, e: e}
 	e.User = s
@@ -64,7 +65,10 @@ func (s *SRQ) PostRecv(wrs ...RecvWR) error {
 		return err
 	}
 	if _, err := s.e.PostRecv(s.rwr); err != nil {
-		return fmt.Errorf("%w: %w", ErrQueueFull, err)
+		if errors.Is(err, engine.ErrSRQFull) {
+			return wrapAs(ErrQueueFull, err)
+		}
+		return wrapAs(ErrInvalidWR, err)
 	}
 	return nil
 }

@@ -8,7 +8,7 @@ import (
 
 // ErrDisconnected: the connection was closed in order (Disconnect on this
 // side, or the peer's orderly close after its own drain).
-var ErrDisconnected = errors.New("engine: disconnected")
+var ErrDisconnected = errors.New("disconnected")
 
 // Disconnect closes the QP in order: no new work is accepted, the work
 // already posted is transmitted and completes (Reads included), then the

@@ -8,8 +8,8 @@ import (
 
 // Errors of the completion queue API.
 var (
-	ErrCQFull   = errors.New("engine: completion queue capacity exhausted by the queues attached to it")
-	ErrCQClosed = errors.New("engine: completion queue closed")
+	ErrCQFull   = errors.New("completion queue capacity exhausted by the queues attached to it")
+	ErrCQClosed = errors.New("completion queue closed")
 )
 
 // Arm states of a CQ (verbs' ibv_req_notify_cq).

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/goiwarp/iwarp/internal/mem"
 	"github.com/goiwarp/iwarp/internal/wire"
@@ -40,8 +41,27 @@ func (e *TerminateError) Error() string {
 	if !e.Sent && e.Layout != wire.LayoutRFC {
 		s += fmt.Sprintf(" [%v layout, control % x]", e.Layout, e.Control)
 	}
-	if e.Cause != nil {
-		s += ": " + e.Cause.Error()
+	if why := TerminateCause(e.Code, e.Cause); why != "" {
+		s += ": " + why
+	}
+	return s
+}
+
+// TerminateCause describes cause, the violation behind a Terminate of
+// code, without repeating the code: a *wire.ProtocolError of the same code
+// is given by what it found only, and not at all when that is the code's
+// own name ("base or bounds violation").
+func TerminateCause(code wire.TermCode, cause error) string {
+	if cause == nil {
+		return ""
+	}
+	s := cause.Error()
+	var pe *wire.ProtocolError
+	if errors.As(cause, &pe) && pe.Code == code {
+		s = strings.Replace(s, pe.Error(), pe.What, 1)
+		if strings.EqualFold(s, code.Name()) {
+			return ""
+		}
 	}
 	return s
 }
@@ -61,10 +81,10 @@ func (e *ConnectionError) Unwrap() error { return e.Err }
 
 // ErrPeerDisconnected: the peer closed the connection (TCP FIN) without a
 // Terminate while work could still be outstanding.
-var ErrPeerDisconnected = errors.New("engine: peer disconnected")
+var ErrPeerDisconnected = errors.New("peer disconnected")
 
 // ErrLocallyClosed: the QP was closed by its owner.
-var ErrLocallyClosed = errors.New("engine: queue pair closed")
+var ErrLocallyClosed = errors.New("QP closed locally")
 
 // Violations found by the receive path, beyond those of the wire and fpdu
 // packages. The choice of code where the RFCs leave one is the project's

@@ -16,7 +16,7 @@ import (
 
 // ErrLocalInvalidate: a local-invalidate work request named an STag that
 // is unknown, already invalid, or of another protection domain.
-var ErrLocalInvalidate = fmt.Errorf("engine: STag cannot be invalidated")
+var ErrLocalInvalidate = fmt.Errorf("STag cannot be invalidated")
 
 // checkSendInvalidate validates the Invalidate STag of a Send with
 // Invalidate's last segment; the invalidation itself happens once the

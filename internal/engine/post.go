@@ -25,7 +25,7 @@ func (qp *QP) postSendLocked(wrs []SendWR) (int, error) {
 		if qp.state == StateIdle {
 			return 0, ErrNotConnected
 		}
-		return 0, fmt.Errorf("%w (%v): %w", ErrQPState, qp.state, qp.err)
+		return 0, stateError(qp.state, qp.err)
 	}
 	for i := range wrs {
 		if err := qp.postOneSend(&wrs[i]); err != nil {
@@ -156,7 +156,7 @@ func (qp *QP) PostRecv(wrs []RecvWR) (int, error) {
 	state, err := qp.state, qp.err
 	qp.mu.Unlock()
 	if state != StateIdle && state != StateRTS {
-		return 0, fmt.Errorf("%w (%v): %w", ErrQPState, state, err)
+		return 0, stateError(state, err)
 	}
 	return qp.rq.post(wrs, ErrRQFull)
 }
@@ -188,3 +188,12 @@ func (qp *QP) sqRelease(seq uint64) {
 // ReleaseWaited frees the send-queue slot of a WR whose completion went to
 // its Waiter.
 func (qp *QP) ReleaseWaited(c *CQE) { qp.sqRelease(c.sqSeq) }
+
+// stateError is ErrQPState for a QP in state, with the error that took it
+// out of RTS when there is one.
+func stateError(state State, err error) error {
+	if err == nil {
+		return fmt.Errorf("%w (%v)", ErrQPState, state)
+	}
+	return fmt.Errorf("%w (%v): %w", ErrQPState, state, err)
+}

@@ -34,27 +34,27 @@ func (s State) String() string {
 
 // Errors of the local QP API (never sent as Terminates).
 var (
-	ErrSQFull = errors.New("engine: send queue full")
+	ErrSQFull = errors.New("send queue full")
 	// ErrSQNeedsSignaled: the send queue's last free slot is kept for a
 	// signaled WR, whose polled completion frees the unsignaled ones.
-	ErrSQNeedsSignaled = errors.New("engine: the last free send-queue slot needs a signaled work request")
-	ErrRQFull          = errors.New("engine: receive queue full")
-	ErrTooManySGE      = errors.New("engine: too many scatter/gather elements")
-	ErrBadSGE          = errors.New("engine: scatter/gather element outside its region")
-	ErrBadOp           = errors.New("engine: unknown work request operation")
-	ErrNotConnected    = errors.New("engine: queue pair is not connected")
-	ErrQPState         = errors.New("engine: queue pair is not in a state that accepts work")
-	ErrMessageSize     = errors.New("engine: message larger than the maximum message size")
-	ErrInlineTooLong   = errors.New("engine: inline data longer than the QP's inline limit")
-	ErrReadSinkSGE     = errors.New("engine: an RDMA Read sink must be a single SGE")
-	ErrAccess          = errors.New("engine: a local buffer lacks the access the operation needs")
-	ErrNoORD           = errors.New("engine: RDMA Read or atomic with an ORD of 0: the peer accepts no Read or Atomic Requests")
+	ErrSQNeedsSignaled = errors.New("the last free send-queue slot needs a signaled work request")
+	ErrRQFull          = errors.New("receive queue full")
+	ErrTooManySGE      = errors.New("too many scatter/gather elements")
+	ErrBadSGE          = errors.New("scatter/gather element outside its region")
+	ErrBadOp           = errors.New("unknown work request operation")
+	ErrNotConnected    = errors.New("queue pair is not connected")
+	ErrQPState         = errors.New("queue pair is not in a state that accepts work")
+	ErrMessageSize     = errors.New("message larger than the maximum message size")
+	ErrInlineTooLong   = errors.New("inline data longer than the QP's inline limit")
+	ErrReadSinkSGE     = errors.New("an RDMA Read sink must be a single SGE")
+	ErrAccess          = errors.New("a local buffer lacks the access the operation needs")
+	ErrNoORD           = errors.New("RDMA Read or atomic with an ORD of 0: the peer accepts none")
 	// ErrNotSupportedByPeer: the operation needs an RDMAP extension the
 	// peer did not agree to; nothing was sent (extensions.md §3.1).
-	ErrNotSupportedByPeer = errors.New("engine: operation not supported by the peer (RFC 7306 not negotiated)")
+	ErrNotSupportedByPeer = errors.New("operation not supported by the peer (the RDMAP extension it needs was not agreed)")
 	// ErrMisaligned: an atomic's remote TO or result buffer is not 8-byte
 	// aligned.
-	ErrMisaligned = errors.New("engine: atomic target must be 8-byte aligned")
+	ErrMisaligned = errors.New("atomic target must be 8-byte aligned")
 )
 
 // minMULPDU is the smallest MULPDU the engine segments to: an untagged
@@ -207,7 +207,7 @@ func New(cfg Config) (*QP, error) {
 		cfg.RQDepth = 0
 	}
 	if cfg.SQDepth < 1 || (cfg.RQDepth < 1 && cfg.SRQ == nil) || cfg.MaxSGE < 1 || cfg.Table == nil || cfg.SendCQ == nil || cfg.RecvCQ == nil {
-		return nil, errors.New("engine: incomplete QP configuration")
+		return nil, errors.New("incomplete QP configuration")
 	}
 	if cfg.DrainTimeout == 0 {
 		cfg.DrainTimeout = 2 * time.Second

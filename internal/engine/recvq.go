@@ -8,8 +8,8 @@ import (
 
 // Errors of shared receive queues.
 var (
-	ErrSRQAttached = errors.New("engine: the QP draws its receives from a shared receive queue: post to the SRQ")
-	ErrSRQFull     = errors.New("engine: shared receive queue full")
+	ErrSRQAttached = errors.New("the QP draws its receives from a shared receive queue: post to the SRQ")
+	ErrSRQFull     = errors.New("shared receive queue full")
 )
 
 // recvQueue is a ring of posted receives: a QP's own receive queue, or a
@@ -143,7 +143,7 @@ type SRQ struct {
 // elements each.
 func NewSRQ(depth, maxSGE int) (*SRQ, error) {
 	if depth < 1 || maxSGE < 1 {
-		return nil, errors.New("engine: SRQ depth and SGE count must be positive")
+		return nil, errors.New("SRQ depth and SGE count must be positive")
 	}
 	return &SRQ{q: newRecvQueue(depth, maxSGE)}, nil
 }

@@ -17,7 +17,7 @@ import (
 
 // ErrPeerStalled: the peer made no progress within the operation timeout
 // while this side was waiting for it.
-var ErrPeerStalled = errors.New("engine: peer stalled: no progress within the operation timeout")
+var ErrPeerStalled = errors.New("peer stalled: no progress within the operation timeout")
 
 type watchdog struct {
 	t        *time.Timer

@@ -11,12 +11,12 @@ import (
 
 // Errors of the local memory API.
 var (
-	ErrTableFull     = errors.New("mem: STag table full")
-	ErrEmptyBuffer   = errors.New("mem: cannot register an empty buffer")
-	ErrBadAccess     = errors.New("mem: unknown access flags")
-	ErrDeregistered  = errors.New("mem: region is deregistered")
-	ErrBaseOverflow  = errors.New("mem: base + length wraps 2^64")
-	ErrAtomicAligned = errors.New("mem: remote atomic access needs an 8-byte aligned base address and TO")
+	ErrTableFull     = errors.New("STag table full")
+	ErrEmptyBuffer   = errors.New("cannot register an empty buffer")
+	ErrBadAccess     = errors.New("unknown access flags")
+	ErrDeregistered  = errors.New("region is deregistered")
+	ErrBaseOverflow  = errors.New("base + length wraps 2^64")
+	ErrAtomicAligned = errors.New("remote atomic access needs an 8-byte aligned base address and TO")
 )
 
 const shards = 256

@@ -102,12 +102,12 @@ func DefaultConfig() *Config {
 
 // Configuration errors, reported before anything is sent.
 var (
-	errConfigRev  = errors.New("mpa: Config.Rev must be 1 or 2")
-	errConfigP2P  = errors.New("mpa: peer-to-peer mode needs Rev 2 and at least one RTR type")
-	errConfigIRD  = errors.New("mpa: Config IRD and ORD must be at most 0x3FFF")
-	errConfigPD   = errors.New("mpa: Config.PrivateData too long for an MPA frame")
-	errConfigRTR  = errors.New("mpa: unknown RTR type bits")
-	errConfigNone = errors.New("mpa: nil Config")
+	errConfigRev  = errors.New("MPA revision must be 1 or 2")
+	errConfigP2P  = errors.New("peer-to-peer mode needs MPA Rev 2 and at least one RTR type")
+	errConfigIRD  = errors.New("IRD and ORD must be at most 16383 (0x3FFF)")
+	errConfigPD   = errors.New("private data too long for an MPA frame")
+	errConfigRTR  = errors.New("unknown RTR type bits")
+	errConfigNone = errors.New("no MPA configuration")
 )
 
 // rev returns the effective Initiator revision.

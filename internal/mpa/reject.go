@@ -12,7 +12,7 @@ type RejectError struct {
 	PrivateData []byte
 }
 
-// Error returns "mpa: connection rejected by the peer (N bytes of private data)".
+// Error returns "connection rejected by the peer (N bytes of private data)".
 func (e *RejectError) Error() string {
-	return fmt.Sprintf("mpa: connection rejected by the peer (%d bytes of private data)", len(e.PrivateData))
+	return fmt.Sprintf("connection rejected by the peer (%d bytes of private data)", len(e.PrivateData))
 }

@@ -42,7 +42,7 @@ func (r *Request) Extensions() Ext { return r.Frame.Flags.Ext().Normalize() }
 func (r *Request) PrivateData() []byte { return r.Frame.ULPData() }
 
 // errRequestUsed is returned by a second Accept or Reject.
-var errRequestUsed = errors.New("mpa: Request already accepted or rejected")
+var errRequestUsed = errors.New("connection request already accepted or rejected")
 
 // ReadRequest runs the first half of the Responder's startup on nc, a
 // freshly accepted TCP connection: it reads exactly one MPA Request,
@@ -120,7 +120,7 @@ func (r *Request) Accept(ctx context.Context, cfg *Config) (*Conn, error) {
 		if err := s.write(appendFrameBlock(nil, d.Reply, &d.Block, nil)); err != nil {
 			return nil, s.fail(err)
 		}
-		return nil, s.fail(fmt.Errorf("mpa: Request rejected: %w", d.Err))
+		return nil, s.fail(fmt.Errorf("rejected the peer's MPA Request: %w", d.Err))
 	}
 	if err := s.write(appendFrameBlock(nil, d.Reply, &d.Block, cfg.PrivateData)); err != nil {
 		return nil, s.fail(err)

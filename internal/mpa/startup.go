@@ -23,8 +23,8 @@ type TimeoutError struct {
 	Err error
 }
 
-// Error returns "mpa: startup timed out waiting for STAGE".
-func (e *TimeoutError) Error() string { return "mpa: startup timed out " + e.Stage }
+// Error returns "connection setup timed out waiting for ...".
+func (e *TimeoutError) Error() string { return "connection setup timed out " + e.Stage }
 
 // Unwrap returns the deadline that expired.
 func (e *TimeoutError) Unwrap() error { return e.Err }
@@ -102,7 +102,7 @@ func (s *startup) ioErr(stage string, err error) error {
 		if errors.Is(ce, context.DeadlineExceeded) {
 			return &TimeoutError{Stage: stage, Err: context.DeadlineExceeded}
 		}
-		return fmt.Errorf("mpa: startup %s: %w", stage, ce)
+		return fmt.Errorf("connection setup failed while %s: %w", stage, ce)
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		if s.ctxBound {
@@ -113,7 +113,7 @@ func (s *startup) ioErr(stage string, err error) error {
 	if errors.Is(err, io.EOF) {
 		err = io.ErrUnexpectedEOF
 	}
-	return fmt.Errorf("mpa: startup %s: %w", stage, err)
+	return fmt.Errorf("connection setup failed while %s: %w", stage, err)
 }
 
 // readFrame reads exactly one Request or Reply from nc, never a byte beyond
@@ -122,7 +122,7 @@ func (s *startup) readFrame(stage string, maxPD int) (Frame, error) {
 	var hdr [HeaderLen]byte
 	if _, err := io.ReadFull(s.nc, hdr[:]); err != nil {
 		if s.ctx.Err() == nil && (err == io.EOF || errors.Is(err, syscall.ECONNRESET)) {
-			return Frame{}, fmt.Errorf("mpa: startup %s: %w (%w)", stage, ErrClosedBeforeFrame, io.ErrUnexpectedEOF)
+			return Frame{}, fmt.Errorf("connection setup failed while %s: %w (%w)", stage, ErrClosedBeforeFrame, io.ErrUnexpectedEOF)
 		}
 		return Frame{}, s.ioErr(stage, err)
 	}

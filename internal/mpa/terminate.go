@@ -26,9 +26,9 @@ type PeerTerminateError struct {
 	SiwLayout bool
 }
 
-// Error returns "mpa: peer sent Terminate LAYER/TYPE/0xCODE (meaning)".
+// Error returns "peer sent Terminate LAYER/TYPE/0xCODE (meaning)".
 func (e *PeerTerminateError) Error() string {
-	return "mpa: peer sent Terminate " + e.Code.String()
+	return "peer sent Terminate " + e.Code.String()
 }
 
 // SentTerminateError reports that this side ended the startup with a
@@ -43,12 +43,12 @@ type SentTerminateError struct {
 	WriteErr  error
 }
 
-// Error returns "mpa: sent Terminate LAYER/TYPE/0xCODE (meaning): cause".
+// Error returns "sent Terminate LAYER/TYPE/0xCODE (meaning): cause".
 func (e *SentTerminateError) Error() string {
 	if !e.Delivered {
-		return fmt.Sprintf("mpa: sending Terminate %v failed (%v): %v", e.Code, e.WriteErr, e.Cause)
+		return fmt.Sprintf("sending Terminate %v failed (%v): %v", e.Code, e.WriteErr, e.Cause)
 	}
-	return fmt.Sprintf("mpa: sent Terminate %v: %v", e.Code, e.Cause)
+	return fmt.Sprintf("sent Terminate %v: %v", e.Code, e.Cause)
 }
 
 // Unwrap returns the violation.
