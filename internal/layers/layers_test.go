@@ -28,6 +28,8 @@ var rank = map[string]int{
 	"internal/capture":   10,
 	"internal/decode":    11,
 	"internal/conform":   12, // the hostile-peer suite: `iwarp conform` and the root tests
+	"internal/rping":     13, // rdma-core's rping protocol: `iwarp rping`
+	"internal/rdmaxchg":  13, // librdmacm's rdma_server/rdma_client exchange
 	"internal/layers":    20,
 	"internal/leakcheck": 20,
 	"internal/testnet":   20,
