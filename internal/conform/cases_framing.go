@@ -9,6 +9,11 @@ import (
 
 // framingCases break MPA full operation (RFC 5044 §4-§6).
 func framingCases() []*Case {
+	return append(basicFramingCases(), markerCRCCases()...)
+}
+
+// basicFramingCases: CRC, ULPDU_Length, marker and truncation errors.
+func basicFramingCases() []*Case {
 	return []*Case{
 		{
 			Name: "Framing/wrong-CRC/LLP-0-0x02", Category: "framing",
