@@ -41,13 +41,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"strconv"
 	"sync"
 	"time"
 	"unsafe"
 
 	"github.com/goiwarp/iwarp"
+	"github.com/goiwarp/iwarp/examples/internal/cmdline"
 )
 
 // Offsets of the three words of the shared region.
@@ -58,14 +58,7 @@ const (
 	regionLen  = 24
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "counter:", err)
-		os.Exit(1)
-	}
-}
+func main() { cmdline.Main("counter", run) }
 
 // run parses the command line and runs the server, one client or the demo.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
@@ -74,9 +67,15 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	addr := fs.String("addr", "127.0.0.1:7471", "listen address of -serve")
 	connect := fs.String("connect", "", "run one client against the server at this address")
 	n := fs.Int("n", 1000, "FetchAdds and lock rounds per client")
-	clients := fs.Int("clients", 3, "client processes of the demo")
-	if err := fs.Parse(args); err != nil {
+	clients := fs.Int("clients", 3, "client processes of the demo (1 to 64)")
+	if err := cmdline.Parse(fs, args); err != nil {
 		return err
+	}
+	if *n < 0 || *n > 1e8 {
+		return cmdline.BadValue(fs, "n", *n, "must be between 0 and 100000000")
+	}
+	if *clients < 1 || *clients > 64 {
+		return cmdline.BadValue(fs, "clients", *clients, "must be between 1 and 64")
 	}
 	switch {
 	case *serve:

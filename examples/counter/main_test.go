@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/goiwarp/iwarp/examples/internal/cmdline"
 )
 
 // clientEnv, when set, makes the test binary act as the example's binary:
@@ -73,5 +75,26 @@ func TestCounterServeAndConnect(t *testing.T) {
 	counter, guarded, err := s.counts()
 	if err != nil || counter != 20 || guarded != 20 {
 		t.Fatalf("counters %d, %d (%v), want 20 each", counter, guarded, err)
+	}
+}
+
+// TestFlags: -h prints the usage to standard output and exits 0; a wrong
+// flag or value exits 2 naming it, before anything runs.
+func TestFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+		want string // in standard output for -h, else in standard error
+	}{
+		{[]string{"-h"}, 0, "-clients"},
+		{[]string{"-x"}, 2, "flag provided but not defined: -x"},
+		{[]string{"-n", "-1"}, 2, "-n -1: must be between 0 and 100000000"},
+		{[]string{"-clients", "0"}, 2, "-clients 0: must be between 1 and 64"},
+		{[]string{"extra"}, 2, `unexpected argument "extra"`},
+	} {
+		code, out, errOut := cmdline.RunArgs("counter", run, c.args...)
+		if got := map[bool]string{true: out, false: errOut}[code == 0]; code != c.code || !strings.Contains(got, c.want) {
+			t.Errorf("%v: exit %d, want %d; stdout %q, stderr %q", c.args, code, c.code, out, errOut)
+		}
 	}
 }

@@ -33,11 +33,10 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
-	"os"
-	"os/signal"
 	"time"
 
 	"github.com/goiwarp/iwarp"
+	"github.com/goiwarp/iwarp/examples/internal/cmdline"
 )
 
 // Layout of a hash table entry: key length, value length, key, value.
@@ -52,22 +51,21 @@ const (
 
 const greeting = "hello from the server"
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "onesided:", err)
-		os.Exit(1)
-	}
-}
+func main() { cmdline.Main("onesided", run) }
 
 // run parses the command line and runs both ends over loopback.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("onesided", flag.ContinueOnError)
 	keys := fs.Int("keys", 40, "keys stored in the server's table")
-	buckets := fs.Int("buckets", 64, "buckets of the table")
-	if err := fs.Parse(args); err != nil {
+	buckets := fs.Int("buckets", 64, "buckets of the table (more than -keys, at most 65536)")
+	if err := cmdline.Parse(fs, args); err != nil {
 		return err
+	}
+	if *keys < 0 {
+		return cmdline.BadValue(fs, "keys", *keys, "must not be negative")
+	}
+	if *buckets <= *keys || *buckets > 1<<16 {
+		return cmdline.BadValue(fs, "buckets", *buckets, "must be more than -keys (%d) and at most 65536", *keys)
 	}
 	return loopback(ctx, *keys, *buckets, stdout)
 }

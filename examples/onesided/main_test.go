@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/goiwarp/iwarp/examples/internal/cmdline"
 )
 
 // TestOneSided runs the example: the greeting, Write and Read back, every
@@ -70,5 +72,25 @@ func TestBuildTable(t *testing.T) {
 	}
 	if used != keys {
 		t.Fatalf("%d buckets used, want %d", used, keys)
+	}
+}
+
+// TestFlags: -h prints the usage to standard output and exits 0; a wrong
+// flag or value exits 2 naming it, before anything runs.
+func TestFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+		want string // in standard output for -h, else in standard error
+	}{
+		{[]string{"-h"}, 0, "-buckets"},
+		{[]string{"-x"}, 2, "flag provided but not defined: -x"},
+		{[]string{"-keys", "-1"}, 2, "-keys -1: must not be negative"},
+		{[]string{"-keys", "8", "-buckets", "8"}, 2, "-buckets 8: must be more than -keys (8)"},
+	} {
+		code, out, errOut := cmdline.RunArgs("onesided", run, c.args...)
+		if got := map[bool]string{true: out, false: errOut}[code == 0]; code != c.code || !strings.Contains(got, c.want) {
+			t.Errorf("%v: exit %d, want %d; stdout %q, stderr %q", c.args, code, c.code, out, errOut)
+		}
 	}
 }

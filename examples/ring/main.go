@@ -32,21 +32,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"time"
 
 	"github.com/goiwarp/iwarp"
+	"github.com/goiwarp/iwarp/examples/internal/cmdline"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "ring:", err)
-		os.Exit(1)
-	}
-}
+func main() { cmdline.Main("ring", run) }
 
 // config is the shape of the ring and the length of the run.
 type config struct {
@@ -54,6 +46,28 @@ type config struct {
 	slotSize int // S, at least 8 (each message starts with its sequence number)
 	messages int
 	batch    int // credits returned per SendImmediate
+}
+
+// badConfig names a value of a config that is out of range.
+type badConfig struct {
+	flag  string
+	value int
+	what  string
+}
+
+// check returns the first value out of range, or nil.
+func (c config) check() *badConfig {
+	switch {
+	case c.slots < 1 || c.slots > 1<<16:
+		return &badConfig{"slots", c.slots, "must be between 1 and 65536"}
+	case c.slotSize < 8 || c.slotSize > 1<<20:
+		return &badConfig{"size", c.slotSize, "must be between 8 and 1048576"}
+	case c.messages < 0:
+		return &badConfig{"n", c.messages, "must not be negative"}
+	case c.batch < 1 || c.batch > c.slots:
+		return &badConfig{"batch", c.batch, fmt.Sprintf("must be between 1 and -slots (%d)", c.slots)}
+	}
+	return nil
 }
 
 // stats summarise a run.
@@ -71,11 +85,14 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.IntVar(&cfg.slots, "slots", 16, "slots of the ring (K)")
 	fs.IntVar(&cfg.slotSize, "size", 256, "bytes per slot (S), at least 8")
 	fs.IntVar(&cfg.batch, "batch", 0, "credits per acknowledgement (default K/4)")
-	if err := fs.Parse(args); err != nil {
+	if err := cmdline.Parse(fs, args); err != nil {
 		return err
 	}
 	if cfg.batch == 0 {
 		cfg.batch = max(cfg.slots/4, 1)
+	}
+	if err := cfg.check(); err != nil {
+		return cmdline.BadValue(fs, err.flag, err.value, "%s", err.what)
 	}
 	st, err := loopback(ctx, cfg)
 	if err != nil {
@@ -89,8 +106,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 
 // loopback runs a receiver and a sender in this process over TCP loopback.
 func loopback(ctx context.Context, cfg config) (stats, error) {
-	if cfg.slots < 1 || cfg.slotSize < 8 || cfg.messages < 0 || cfg.batch < 1 || cfg.batch > cfg.slots {
-		return stats{}, errors.New("need slots ≥ 1, size ≥ 8, n ≥ 0 and 1 ≤ batch ≤ slots")
+	if err := cfg.check(); err != nil {
+		return stats{}, fmt.Errorf("-%s %d: %s", err.flag, err.value, err.what)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/goiwarp/iwarp/examples/internal/cmdline"
 )
 
 // TestRing sends messages of every length through small rings, including
@@ -66,5 +68,26 @@ func TestCheckMessage(t *testing.T) {
 	p[len(p)-1]++
 	if err := checkMessage(p, 41, 64); err == nil {
 		t.Fatal("corrupt byte accepted")
+	}
+}
+
+// TestFlags: -h prints the usage to standard output and exits 0; a wrong
+// flag or value exits 2 naming it, before anything runs.
+func TestFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+		want string // in standard output for -h, else in standard error
+	}{
+		{[]string{"-h"}, 0, "-slots"},
+		{[]string{"-x"}, 2, "flag provided but not defined: -x"},
+		{[]string{"-size", "4"}, 2, "-size 4: must be between 8 and 1048576"},
+		{[]string{"-slots", "4", "-batch", "5"}, 2, "-batch 5: must be between 1 and -slots (4)"},
+		{[]string{"-n", "-1"}, 2, "-n -1: must not be negative"},
+	} {
+		code, out, errOut := cmdline.RunArgs("ring", run, c.args...)
+		if got := map[bool]string{true: out, false: errOut}[code == 0]; code != c.code || !strings.Contains(got, c.want) {
+			t.Errorf("%v: exit %d, want %d; stdout %q, stderr %q", c.args, code, c.code, out, errOut)
+		}
 	}
 }
