@@ -3,13 +3,15 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/goiwarp/iwarp"
+	"github.com/goiwarp/iwarp/internal/rping"
 )
 
 // extcheck connects to any responder (Linux siw's rping server in the
@@ -31,35 +33,63 @@ func init() {
 	register(&command{name: "extcheck", short: "checks against a peer without RDMAP extensions: local refusal, forced extension and unknown-STag Terminates", run: runExtcheck})
 }
 
+const extcheckAbout = `
+Connects to any responder (Linux siw's rping server in the interop suite)
+and checks how this stack behaves with a peer that does not speak the RDMAP
+extensions (-case): no-ext, RFC 7306 calls refused locally with nothing
+sent; forced, RFC 7306 declared anyway, the peer's Terminate surfaces;
+unknown-stag, a Write to an STag the peer does not know, its Terminate
+surfaces. Prints "extcheck CASE: PASS" or the failure.
+
+Exit status: 0 PASS, 1 FAIL (or no connection), 2 a bad flag; -h prints
+this help and exits 0.`
+
+// extcheckCases are the checks -case selects.
+var extcheckCases = []string{"no-ext", "forced", "unknown-stag"}
+
 func runExtcheck(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("extcheck", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	addr := fs.String("a", "127.0.0.1:7174", "responder address host:port")
-	which := fs.String("case", "no-ext", "no-ext, forced or unknown-stag")
-	settle := fs.Duration("settle", 5*time.Second, "wait this long after connecting before provoking the peer's Terminate (Linux siw 6.1's iw_cm hits a kernel BUG when a connection fails before it has handled its own establishment; docs/interop.md)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	f := newFlags("extcheck", "[-a HOST[:PORT]] [-p PORT] [-case NAME] [options]", extcheckAbout, stdout, stderr)
+	addr := f.String("a", defaultHost, "`HOST[:PORT]` of the responder")
+	port := f.Int("p", rping.DefaultPort, "the responder's `PORT` (rping's by default)")
+	which := f.String("case", "no-ext", "`NAME` of the check: "+strings.Join(extcheckCases, ", "))
+	settle := f.Duration("settle", 5*time.Second, "wait `D` after connecting before provoking the peer's Terminate (Linux siw 6.1's iw_cm hits a kernel BUG when a connection fails before it has handled its own establishment; docs/interop.md)")
+	timeout := f.Duration("timeout", 30*time.Second, "bound `D` on the whole check")
+	if code, ok := f.parse(args); !ok {
+		return code
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	switch {
+	case f.NArg() > 0:
+		fmt.Fprintf(stderr, "iwarp extcheck: unexpected argument %q\n", f.Arg(0))
+		return exitUsage
+	case !slices.Contains(extcheckCases, *which):
+		return f.badFlag("case", *which, "must be one of %s", strings.Join(extcheckCases, ", "))
+	case !f.checkInt("p", int64(*port), 1, 65535):
+		return exitUsage
+	case *settle < 0 || *settle > time.Minute:
+		return f.badFlag("settle", *settle, "must be between 0s and 1m0s")
+	case *timeout <= 0:
+		return f.badFlag("timeout", *timeout, "must be positive")
+	}
+	target, err := hostPort(*addr, *port, flagSet(f.FlagSet, "p"))
+	if err != nil {
+		return f.badFlag("a", *addr, "%v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	var err error
 	switch *which {
 	case "no-ext":
-		err = extNoExt(ctx, *addr, stdout)
+		err = extNoExt(ctx, target, stdout)
 	case "forced":
-		err = extForced(ctx, *addr, *settle, stdout)
-	case "unknown-stag":
-		err = extUnknownSTag(ctx, *addr, *settle, stdout)
+		err = extForced(ctx, target, *settle, stdout)
 	default:
-		fmt.Fprintf(stderr, "iwarp extcheck: unknown -case %q\n", *which)
-		return 2
+		err = extUnknownSTag(ctx, target, *settle, stdout)
 	}
 	if err != nil {
 		fmt.Fprintf(stdout, "extcheck %s: FAIL: %v\n", *which, err)
-		return 1
+		return exitFail
 	}
 	fmt.Fprintf(stdout, "extcheck %s: PASS\n", *which)
-	return 0
+	return exitOK
 }
 
 // extEnd is a connected QP with a local buffer.
@@ -181,8 +211,14 @@ func extEstablish(ctx context.Context, e *extEnd, settle time.Duration) error {
 	if err := e.qp.Write(ctx, iwarp.RemoteBuffer{STag: 1}); err != nil {
 		return fmt.Errorf("zero-length Write: %w", err)
 	}
-	time.Sleep(settle)
-	return nil
+	t := time.NewTimer(settle)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // extWaitTerminate waits for the QP to end with the peer's Terminate code,

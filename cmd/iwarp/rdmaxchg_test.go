@@ -1,31 +1,36 @@
 package main
 
 import (
-	"bytes"
-	"fmt"
+	"regexp"
 	"strings"
 	"testing"
-	"time"
 )
+
+// startRdmaServer runs `iwarp rdma-server` with args on a free port and
+// returns the port once it listens.
+func startRdmaServer(t *testing.T, args ...string) (port string, done <-chan cliResult) {
+	t.Helper()
+	out, done := startCLI(t, "rdma-server: listening on ", append([]string{"rdma-server", "-p", "0"}, args...)...)
+	m := regexp.MustCompile(`listening on 127\.0\.0\.1:(\d+)`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("no address in %q", out.String())
+	}
+	return m[1], done
+}
 
 // TestRdmaExchangeLoopback: our rdma-client and rdma-server exchange their
 // 16-byte messages; each reports the other's pattern and "end 0", as
-// librdmacm's examples report their run.
+// librdmacm's examples report their run. The client takes rdma_client's
+// -s, the server listens on 127.0.0.1 by default.
 func TestRdmaExchangeLoopback(t *testing.T) {
-	port := fmt.Sprint(freePort(t))
-	var sout, serr bytes.Buffer
-	done := make(chan int, 1)
-	go func() { done <- runMain([]string{"rdma-server", "-a", "127.0.0.1", "-p", port}, &sout, &serr) }()
-	code, cout, cerr := runDialing([]string{"rdma-client", "-s", "127.0.0.1", "-p", port})
-	if code != 0 || !strings.Contains(cout, `received "iwarp-rdma-xchg!"`) || !strings.Contains(cout, "rdma-client: end 0") {
+	port, done := startRdmaServer(t)
+	code, cout, cerr := runCLI(t, "rdma-client", "-s", "127.0.0.1", "-p", port)
+	if code != 0 || !strings.Contains(cout, `received "iwarp-rdma-xchg!"`) || !strings.HasSuffix(cout, "rdma-client: end 0\n") {
 		t.Fatalf("client exit %d:\n%s%s", code, cout, cerr)
 	}
-	select {
-	case c := <-done:
-		if c != 0 || !strings.Contains(sout.String(), `received "iwarp-rdma-xchg!"`) || !strings.Contains(sout.String(), "rdma-server: end 0") {
-			t.Fatalf("server exit %d:\n%s%s", c, sout.String(), serr.String())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("server did not finish")
+	r := result(t, done)
+	if r.code != 0 || !strings.Contains(r.out, `received "iwarp-rdma-xchg!" (iwarp's pattern) from 127.0.0.1:`) ||
+		!strings.HasPrefix(r.out, "rdma-server: start\n") || !strings.HasSuffix(r.out, "rdma-server: end 0\n") {
+		t.Fatalf("server exit %d:\n%s%s", r.code, r.out, r.errOut)
 	}
 }

@@ -12,10 +12,6 @@ import (
 	"github.com/goiwarp/iwarp"
 )
 
-// ErrFailed is wrapped by the error of a run that failed the way rping
-// reports with its own lines (its exit status is then 255, rping's -1).
-var ErrFailed = errors.New("rping failed")
-
 // client is the client's rdma_cm identifier: what its events name.
 type client struct {
 	o   *Options
@@ -28,7 +24,8 @@ type client struct {
 // valid: rping's -I), connects, pings o.Count times and disconnects
 // (rping_run_client). It returns nil when rping would exit 0: after the
 // pings, or when the server closed the connection in order first, as
-// rping's state DISCONNECTED makes it return 0.
+// rping's state DISCONNECTED makes it return 0; otherwise an error that
+// says why (rping exits with -1 then).
 func Dial(ctx context.Context, dst netip.AddrPort, src netip.Addr, o *Options) error {
 	if err := o.check(); err != nil {
 		return err
@@ -49,6 +46,7 @@ func Dial(ctx context.Context, dst netip.AddrPort, src netip.Addr, o *Options) e
 		return err
 	}
 	defer c.close()
+	c.id = cl
 	c.state = stateRouteResolved
 	if err := cl.connect(ctx, c); err != nil {
 		return err
@@ -58,7 +56,7 @@ func Dial(ctx context.Context, dst netip.AddrPort, src netip.Addr, o *Options) e
 			cl.p.errf("rping client failed: %d\n", -1)
 		}
 		c.disconnect(ctx)
-		return fmt.Errorf("%w: %w", ErrFailed, err)
+		return err
 	}
 	if c.state != stateDisconnected && c.disconnect(ctx) {
 		c.disconnected()
@@ -82,10 +80,13 @@ func (cl *client) resolve(ctx context.Context) error {
 		if isTimeout(err) {
 			cl.p.errf("cma event %s, error %d\n", "RDMA_CM_EVENT_ADDR_ERROR", -errnoTimedOut)
 			cl.p.errf("waiting for addr/route resolution state %d\n", stateIdle)
-			return fmt.Errorf("%w: address resolution of %v timed out after %v", ErrFailed, cl.dst.Addr(), ResolveTimeout)
+			return fmt.Errorf("address resolution of %v timed out after %v", cl.dst.Addr(), ResolveTimeout)
 		}
 		cl.p.errf("rdma_resolve_addr: %s\n", strerror(err))
-		return fmt.Errorf("%w: no route to %v: %w", ErrFailed, cl.dst.Addr(), err)
+		if cl.src.IsValid() {
+			return fmt.Errorf("no route to %v from %v: %s", cl.dst.Addr(), cl.src, strerror(err))
+		}
+		return fmt.Errorf("no route to %v: %s", cl.dst.Addr(), strerror(err))
 	}
 	uc.Close()
 	cl.p.event("RDMA_CM_EVENT_ADDR_RESOLVED", cl, true)
@@ -114,9 +115,9 @@ func (cl *client) connect(ctx context.Context, c *conn) error {
 		cl.p.errf("rdma_connect: %s\n", strerror(err))
 		cl.p.errf("connect error %d\n", -1)
 		if isTimeout(err) && ctx.Err() == nil {
-			return fmt.Errorf("%w: no TCP connection to %v within %v", ErrFailed, cl.dst, timeout)
+			return fmt.Errorf("no TCP connection to %v within %v", cl.dst, timeout)
 		}
-		return fmt.Errorf("%w: cannot connect to %v: %s", ErrFailed, cl.dst, strerror(err))
+		return fmt.Errorf("cannot connect to %v: %s", cl.dst, strerror(err))
 	}
 	opts := cl.o.Conn
 	opts.Timeout = timeout
@@ -126,7 +127,7 @@ func (cl *client) connect(ctx context.Context, c *conn) error {
 		cl.p.errf("cma event %s, error %d\n", ev, status)
 		cl.p.errf("wait for CONNECTED state %d\n", c.state)
 		cl.p.errf("connect error %d\n", -1)
-		return fmt.Errorf("%w: %s", ErrFailed, setupFailure(err, cl.dst, time.Since(start), timeout))
+		return errors.New(setupFailure(err, cl.dst, time.Since(start), timeout))
 	}
 	c.state = stateConnected
 	cl.p.event("RDMA_CM_EVENT_ESTABLISHED", cl, true)

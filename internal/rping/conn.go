@@ -22,6 +22,9 @@ type conn struct {
 	p      *printer
 	server bool
 	size   int
+	// id is the rdma_cm identifier the connection's events name: the
+	// client's only one, or the server's child.
+	id any
 
 	cq *iwarp.CQ
 	qp *iwarp.QP
@@ -41,6 +44,7 @@ type conn struct {
 // receive (rping_setup_qp, rping_setup_buffers, ibv_post_recv).
 func newConn(o *Options, p *printer, dev *iwarp.Device, server bool) (*conn, error) {
 	c := &conn{o: o, p: p, server: server, size: o.size(), state: stateIdle}
+	c.id = c
 	pd, err := dev.AllocPD()
 	if err != nil {
 		return nil, err
@@ -235,7 +239,7 @@ func (c *conn) disconnect(ctx context.Context) bool {
 
 // disconnected prints the DISCONNECTED event.
 func (c *conn) disconnected() {
-	c.p.event("RDMA_CM_EVENT_DISCONNECTED", c, !c.server)
+	c.p.event("RDMA_CM_EVENT_DISCONNECTED", c.id, !c.server)
 	c.p.errf("%s DISCONNECT EVENT...\n", c.role())
 }
 

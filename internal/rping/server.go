@@ -33,7 +33,7 @@ func Listen(addr netip.AddrPort, o *Options) (*Server, error) {
 	ln, err := iwarp.Listen("tcp", addr.String(), nil)
 	if err != nil {
 		s.p.errf("rdma_bind_addr: %s\n", strerror(err))
-		return nil, fmt.Errorf("%w: cannot listen on %v: %s", ErrFailed, addr, strerror(err))
+		return nil, fmt.Errorf("cannot listen on %v: %s", addr, strerror(err))
 	}
 	s.ln = ln
 	s.p.dbg("rdma_bind_addr successful\n")
@@ -59,13 +59,13 @@ func (s *Server) Serve(ctx context.Context) error {
 		if !interrupted(ctx, err) {
 			s.p.errf("wait for CONNECT_REQUEST state %d\n", stateError)
 		}
-		return fmt.Errorf("%w: no connection request: %w", ErrFailed, err)
+		return fmt.Errorf("no connection request: %w", err)
 	}
 	if err := s.serve(ctx, req); err != nil {
 		if !interrupted(ctx, err) {
 			s.p.errf("rping server failed: %d\n", -1)
 		}
-		return fmt.Errorf("%w: %w", ErrFailed, err)
+		return err
 	}
 	return nil
 }
@@ -73,12 +73,12 @@ func (s *Server) Serve(ctx context.Context) error {
 // ServePersistent serves every client that connects, each on its own
 // connection and goroutine, until ctx ends, and then returns nil (rping
 // -P, which runs until it is killed). A client's failure does not stop
-// the others: it is passed to clientErr (one call at a time), unless ctx
-// has ended.
+// the others: it is passed to clientErr, unless ctx has ended. clientErr
+// is called while nothing else is printed (one call at a time, between
+// rping's lines), so it may print to the same writers.
 func (s *Server) ServePersistent(ctx context.Context, clientErr func(peer net.Addr, err error)) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	var mu sync.Mutex // serialises the calls of clientErr
 	for {
 		req, err := s.ln.Accept(ctx)
 		if err != nil {
@@ -86,14 +86,14 @@ func (s *Server) ServePersistent(ctx context.Context, clientErr func(peer net.Ad
 				return nil
 			}
 			s.p.errf("wait for CONNECT_REQUEST state %d\n", stateError)
-			return fmt.Errorf("%w: %w", ErrFailed, err)
+			return err
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			if err := s.serve(ctx, req); err != nil && !interrupted(ctx, err) && clientErr != nil {
-				mu.Lock()
-				defer mu.Unlock()
+				s.p.mu.Lock()
+				defer s.p.mu.Unlock()
 				clientErr(req.RemoteAddr(), err)
 			}
 		}()
