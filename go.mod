@@ -1,3 +1,5 @@
 module github.com/goiwarp/iwarp
 
-go 1.26
+go 1.26.0
+
+require golang.org/x/image v0.48.0

@@ -1,38 +1,44 @@
 package main
 
 import (
+	"io"
 	"os"
 	"os/exec"
 	"runtime/pprof"
 )
 
-// perfChildEnv marks the re-executed all-in-one server; test binaries
-// check it in an init function to become the server without going through
-// main.
-const perfChildEnv = "IWARP_PERF_CHILD"
+// The measuring commands (perf, perf -perftest, benchfpdu) re-execute
+// this program as the other end of a measurement, a process of its own.
+// The child is selected by the IWARP_CHILD environment variable (not a
+// flag, which -h would show users) with one of the roles below; test
+// binaries check it in an init function to become the child.
+const perfChildEnv = "IWARP_CHILD"
 
-// startPerfChild re-executes this program as the perf server ("perf
-// -child") on loopback and returns its "IWARP-ADDR TCP-ADDR" line and a
-// function that stops it (by closing its standard input). With
-// cpuProfile the child writes its CPU profile to cpuProfile.server.
-func startPerfChild(cpuProfile string) (string, func(), error) {
-	cmd, err := perfChildCmd("-child", "-cpuprofile", cpuProfile)
-	if err != nil {
-		return "", nil, err
-	}
-	cmd.Stderr = os.Stderr
-	return startChild(cmd)
+// The children's roles.
+const (
+	childPerfServer     = "perf-server"        // "perf": the server, on a free loopback port
+	childPerftestServer = "perftest-server"    // "perf -perftest": our perftest server
+	childBenchReceiver  = "benchfpdu-receiver" // "benchfpdu": the receiving end
+)
+
+// perfChildRole returns this process's child role, or "".
+func perfChildRole() string { return os.Getenv(perfChildEnv) }
+
+// isPerfChildRole reports whether role is one of the roles above.
+func isPerfChildRole(role string) bool {
+	return role == childPerfServer || role == childPerftestServer || role == childBenchReceiver
 }
 
-// perfChildCmd is this program re-executed as "perf ARGS..." in a child
-// role (marked by perfChildEnv, so that a test binary becomes the child).
-func perfChildCmd(args ...string) (*exec.Cmd, error) {
+// perfChildCmd is this program re-executed with args in a child role. Its
+// standard error is ours.
+func perfChildCmd(role string, args ...string) (*exec.Cmd, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, append([]string{"perf"}, args...)...)
-	cmd.Env = append(os.Environ(), perfChildEnv+"=1")
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), perfChildEnv+"="+role)
+	cmd.Stderr = os.Stderr
 	return cmd, nil
 }
 
@@ -51,4 +57,14 @@ func startCPUProfile(name string) (func(), error) {
 		pprof.StopCPUProfile()
 		f.Close()
 	}, nil
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/hex"
 	"fmt"
-	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -15,100 +13,26 @@ import (
 	"time"
 
 	"github.com/goiwarp/iwarp"
+	"github.com/goiwarp/iwarp/internal/bench"
+	"github.com/goiwarp/iwarp/internal/perftest"
 )
-
-// The messages of perftest's first connection, byte for byte as two siw
-// peers running perftest 4.5 exchanged them
-// (interop/captures/siw-siw-perftest-ib_write_bw.pcap, conn 1).
-func TestPerftestMessagesMatchCapture(t *testing.T) {
-	unhex := func(s string) []byte {
-		b, err := hex.DecodeString(strings.ReplaceAll(s, " ", ""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	// frame 8: the version, "6.06" NUL-padded to 16 bytes.
-	if got, want := ptVersion(), unhex("362e3036 00000000 00000000 00000000"); !bytes.Equal(got, want) {
-		t.Errorf("version % x, want % x", got, want)
-	}
-	if v, num, err := ptParseVersion(unhex("362e3036000000000000000000000000")); v != "6.06" || num != 6.06 || err != nil {
-		t.Errorf("parse version: %q %v %v", v, num, err)
-	}
-	// frames 11 and 13: cycle buffer 4096, cache line 64, big-endian.
-	if got := ptWord(ptCycleBuffer); !bytes.Equal(got, unhex("00001000")) {
-		t.Errorf("cycle buffer % x", got)
-	}
-	if got := ptWord(ptCacheLine); !bytes.Equal(got, unhex("00000040")) {
-		t.Errorf("cache line % x", got)
-	}
-	// frame 15: the MTU enum 3 (1024) as the string "3".
-	if got := ptMTU(ptMTUEnum); !bytes.Equal(got, unhex("3300")) {
-		t.Errorf("MTU % x", got)
-	}
-	// frame 29: the server's QP record.
-	//   lid 0 | out_reads 1 | qpn 4 | psn 0x662f64 | rkey 0x49607000 | padding |
-	//   vaddr 0x0000560f4c534000 | gid 52:54:00:12:34:56:0... | srqn 0 | gid_index 0
-	rec := unhex("00000000 00000001 00000004 00662f64 49607000 00000000 0000560f4c534000" +
-		"52540012345600000000000000000000 00000000 00000000")
-	r, err := ptParseRecord(rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := ptRecord{OutReads: 1, QPN: 4, PSN: 0x662f64, RKey: 0x49607000, VAddr: 0x560f4c534000,
-		GID: [16]byte{0x52, 0x54, 0, 0x12, 0x34, 0x56}}
-	if r != want {
-		t.Errorf("record %+v, want %+v", r, want)
-	}
-	if got := r.encode(); !bytes.Equal(got, rec) {
-		t.Errorf("record re-encoded\n% x, want\n% x", got, rec)
-	}
-	// frame 57: the same record with garbage in the padding (it is sent
-	// uninitialised) parses the same.
-	rec2 := append([]byte(nil), rec...)
-	copy(rec2[20:], unhex("57550000"))
-	if r2, _ := ptParseRecord(rec2); r2 != want {
-		t.Errorf("record with padding garbage: %+v", r2)
-	}
-	// The ib_write_bw client's report (frames 46, 48, 50, 52, 54): 64
-	// bytes, 5 iterations, BW peak 0.33, average 0.15 MB/s, 0.002440 Mpps.
-	words := [][]byte{unhex("0000000000000040"), unhex("0000000000000005"), unhex("3fd543a82eec8dc0"),
-		unhex("3fc30f30164474a0"), unhex("3f63fc33033ef32c")}
-	rep, err := ptParseReport(words)
-	if err != nil {
-		t.Fatal(err)
-	}
-	round := func(v float64, d float64) float64 { return math.Round(v*d) / d }
-	if rep.Size != 64 || rep.Iters != 5 || round(rep.PeakMBps, 100) != 0.33 || round(rep.AvgMBps, 100) != 0.15 || round(rep.MsgRateMpps, 1e6) != 0.002440 {
-		t.Errorf("report %+v", rep)
-	}
-	for i, w := range rep.words() {
-		if !bytes.Equal(w, words[i]) {
-			t.Errorf("report word %d re-encoded % x, want % x", i, w, words[i])
-		}
-	}
-	for _, bad := range [][]byte{rec[:55], append(rec, 0)} {
-		if _, err := ptParseRecord(bad); err == nil {
-			t.Errorf("record of %d bytes accepted", len(bad))
-		}
-	}
-	if _, _, err := ptParseVersion(unhex("7878")); err == nil {
-		t.Error("short version accepted")
-	}
-}
 
 // ptTests are the six perftest programs.
 var ptTests = []struct{ op, mode string }{
 	{"write", "bw"}, {"send", "bw"}, {"read", "bw"}, {"write", "lat"}, {"send", "lat"}, {"read", "lat"},
 }
 
-// ptPolls reports whether a test has this side poll memory the peer
-// writes (as perftest does): such a test is a data race by Go's rules
-// (the engine places the bytes while the application reads them), so it
-// cannot run under the race detector. The interop suite runs them against
-// perftest itself.
+// ptPolls reports whether a test has a side poll memory the peer writes
+// (as perftest does): such a test is a data race by Go's rules (the engine
+// places the bytes while the application reads them), so it cannot run
+// under the race detector. The interop suite runs them against perftest
+// itself; .ci/run runs them without -race.
 func ptPolls(op, mode string, iters int) bool {
-	return op == "write" && mode == "lat" || op == "send" && mode == "bw" && iters > ptRxDepth
+	o, err := perftest.ParseOp(op)
+	if err != nil {
+		panic(err)
+	}
+	return (&perftest.Config{Op: o, Lat: mode == "lat", Iters: iters}).PollsPeerMemory()
 }
 
 // TestPerftestLoopback runs every test through "iwarp perf -perftest"
@@ -167,17 +91,29 @@ func TestPerftestSessionMatchesSiw(t *testing.T) {
 	}
 }
 
+// ptConfig is the test OP MODE of -n iters -s size, CRC off.
+func ptConfig(t *testing.T, op, mode string, size, iters int) *perftest.Config {
+	t.Helper()
+	o, err := perftest.ParseOp(op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &perftest.Config{Op: o, Lat: mode == "lat", Size: size, Iters: iters, NoCRC: true}
+	cfg.SetDefaults()
+	return cfg
+}
+
 // ptCapturedSession runs one test, -n 5 -s 64 with CRC off like the
 // recording, our client here (captured to pcap) and our server as a child.
 func ptCapturedSession(t *testing.T, op, mode, pcap string) {
 	t.Helper()
-	cmd, err := perfChildCmd("-perftest", "-child", "-op", op, "-mode", mode, "-size", "64", "-n", "5", "-nocrc")
+	cfg := ptConfig(t, op, mode, 64, 5)
+	cmd, err := perftestChildCmd(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stderr = os.Stderr
 	var srv strings.Builder
-	addr, exited, stop, err := startChildOutput(cmd, &srv)
+	child, err := bench.StartChild(cmd, &srv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,16 +125,11 @@ func ptCapturedSession(t *testing.T, op, mode, pcap string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := perftestArgs{op: op, mode: mode, size: 64, iters: 5, noCRC: true, set: map[string]bool{"op": true, "mode": true, "size": true, "n": true}}
-	cfg, err := args.config()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.dial = capt.Dialer((&net.Dialer{}).DialContext)
+	cfg.Dial = capt.Dialer((&net.Dialer{}).DialContext)
 	var out bytes.Buffer
-	err = ptClient(context.Background(), cfg, addr, &out)
-	<-exited
-	serr := stop()
+	err = perftest.Client(context.Background(), cfg, child.Line, &out)
+	<-child.Exited
+	serr := child.Stop()
 	if cerr := capt.Close(); cerr != nil {
 		t.Fatal(cerr)
 	}
@@ -264,28 +195,23 @@ func ptShape(t *testing.T, pcap string, dropCredits bool) string {
 // A client run with other parameters than the server is told so, quickly,
 // rather than left waiting for bytes that will not come.
 func TestPerftestMismatchedSizeIsReported(t *testing.T) {
-	cmd, err := perfChildCmd("-perftest", "-child", "-op", "write", "-mode", "bw", "-size", "64", "-n", "100")
+	cmd, err := perftestChildCmd(ptConfig(t, "write", "bw", 64, 100))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var srvErr strings.Builder
 	cmd.Stderr = &srvErr
-	var srv strings.Builder
-	addr, exited, stop, err := startChildOutput(cmd, &srv)
+	child, err := bench.StartChild(cmd, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := perftestArgs{op: "write", mode: "bw", size: 32, iters: 100, set: map[string]bool{"op": true, "mode": true, "size": true, "n": true}}
-	cfg, err := args.config()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.timeout = 20 * time.Second
+	cfg := ptConfig(t, "write", "bw", 32, 100)
+	cfg.Timeout = 20 * time.Second
 	start := time.Now()
 	var out bytes.Buffer
-	cerr := ptClient(context.Background(), cfg, addr, &out)
-	<-exited
-	serr := stop()
+	cerr := perftest.Client(context.Background(), cfg, child.Line, &out)
+	<-child.Exited
+	serr := child.Stop()
 	if cerr == nil || serr == nil {
 		t.Fatalf("client error %v, server exit %v: want both to fail", cerr, serr)
 	}

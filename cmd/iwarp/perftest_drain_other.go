@@ -1,8 +1,0 @@
-//go:build !linux
-
-package main
-
-import "net"
-
-// unackedBytes is not known on this platform.
-func unackedBytes(*net.TCPConn) (int, bool) { return 0, false }

@@ -1,0 +1,91 @@
+package perf
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Config is what one run measures.
+type Config struct {
+	Ops      []Op
+	Modes    []string      // "bw" (bandwidth, message rate), "lat" (latency)
+	Sizes    []int         // message sizes (atomics always move 8 bytes)
+	Iters    int           // operations per test; 0: run for Duration
+	Duration time.Duration // per test when Iters is 0
+	Depth    int           // work requests in flight per QP (bandwidth tests)
+	QPs      int           // QPs per test, each driven by its own goroutine
+	CRC      bool          // MPA CRCs on both sides
+	Progress bool          // a progress line, rewritten in place (a terminal)
+
+	// RunVsTCP's settings.
+	Pairs   int           // interleaved pairs per target
+	Trial   time.Duration // duration of each trial
+	IdleQPs int           // idle connected QPs for the memory target
+	LoadQPs int           // QPs writing at once for the aggregate target
+	Targets []string      // target keys to run (TargetKeys); nil: all
+}
+
+// Bounds of a Config's values.
+const (
+	MaxSize  = 64 << 20 // the largest message size
+	MaxDepth = 4096     // the most work requests in flight, and QPs per test
+)
+
+// TargetKeys are the keys of RunVsTCP's targets, in the order they run.
+var TargetKeys = []string{"write", "write-crc", "read", "read-crc", "send64", "send64-crc",
+	"write-imm-lat", "fetchadd-lat", "qps", "allocs", "idle", "extra"}
+
+// ParseTargets parses a comma-separated list of target keys ("" is all,
+// nil).
+func ParseTargets(s string) ([]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	keys := strings.Split(s, ",")
+	for _, k := range keys {
+		if !slices.Contains(TargetKeys, k) {
+			return nil, fmt.Errorf("unknown target %q (have %s)", k, strings.Join(TargetKeys, ", "))
+		}
+	}
+	return keys, nil
+}
+
+// ParseModes parses a comma-separated list of modes: bw, lat, or both.
+func ParseModes(s string) ([]string, error) {
+	var modes []string
+	for _, m := range strings.Split(s, ",") {
+		switch m {
+		case "bw", "lat":
+			modes = append(modes, m)
+		case "both":
+			modes = append(modes, "bw", "lat")
+		default:
+			return nil, fmt.Errorf("unknown mode %q (have bw, lat, both)", m)
+		}
+	}
+	return modes, nil
+}
+
+// check reports a configuration no run can use.
+func (c *Config) check(vsTCP bool) error {
+	switch {
+	case vsTCP && (c.Pairs < 1 || c.Trial <= 0 || c.IdleQPs < 1 || c.LoadQPs < 1 || c.LoadQPs > MaxDepth):
+		return fmt.Errorf("bad -vs-tcp settings: %d pairs of %v trials, %d idle QPs, %d loaded QPs", c.Pairs, c.Trial, c.IdleQPs, c.LoadQPs)
+	case vsTCP:
+		return nil
+	case len(c.Ops) == 0 || len(c.Modes) == 0 || len(c.Sizes) == 0:
+		return fmt.Errorf("nothing to measure: %d operations, %d modes, %d sizes", len(c.Ops), len(c.Modes), len(c.Sizes))
+	case c.Iters < 0 || (c.Iters == 0 && c.Duration <= 0):
+		return fmt.Errorf("no length of test: %d operations, %v", c.Iters, c.Duration)
+	case c.Depth < 1 || c.Depth > MaxDepth || c.QPs < 1 || c.QPs > MaxDepth:
+		return fmt.Errorf("depth %d and QPs %d must be 1..%d", c.Depth, c.QPs, MaxDepth)
+	}
+	for _, s := range c.Sizes {
+		if s < 1 || s > MaxSize {
+			return fmt.Errorf("size %d out of range 1..%d", s, MaxSize)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,174 @@
+package perf
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/goiwarp/iwarp"
+	"github.com/goiwarp/iwarp/internal/bench"
+)
+
+// Latency tests use the default blocking API, one operation at a time on
+// one QP, and time each round trip:
+//   - send, send-imm, write-imm: ping-pong; the server answers each message
+//     with the same operation, the client waits for its receive completion;
+//   - write: a Write followed by an 8-byte Read, which completes only after
+//     the Write was placed (docs/semantics.md rule 3);
+//   - read, read-v2, fetchadd, cmpswap: the operation's own round trip.
+
+// maxSamples bounds the samples kept per test (a test stops when full).
+const maxSamples = 1 << 20
+
+const latWarmup = 16
+
+// latQP drives one QP of a latency test.
+type latQP struct {
+	c     *conn
+	op    Op
+	size  int
+	sge   iwarp.SGE
+	sink8 iwarp.SGE
+	rwr   iwarp.RecvWR
+	seq   uint64
+}
+
+func (ep *Endpoint) newLatQP(ctx context.Context, op Op, size int, crc bool) (*latQP, error) {
+	size = op.sizeOf(size)
+	d := desc{op: op, flags: flagLat, size: uint32(size), recvs: 2, batch: 1}
+	if crc {
+		d.flags |= flagCRC
+	}
+	c, err := ep.dial(ctx, d, max(size, 8), 4, 4)
+	if err != nil {
+		return nil, err
+	}
+	l := &latQP{c: c, op: op, size: size, sge: c.local.SGE(0, size), sink8: c.local.SGE(0, 8)}
+	l.rwr = iwarp.RecvWR{ID: 7, SGL: []iwarp.SGE{l.sge}}
+	if op == WriteImm {
+		l.rwr.SGL = nil
+	}
+	return l, nil
+}
+
+// once runs one operation and waits for what completes it.
+func (l *latQP) once(ctx context.Context) error {
+	qp, seq := l.c.qp, l.seq
+	l.seq++
+	remote := l.c.remote
+	var err error
+	switch l.op {
+	case Send, SendImm, WriteImm:
+		if err = qp.PostRecv(l.rwr); err != nil {
+			return err
+		}
+		switch l.op {
+		case Send:
+			if l.size >= 8 {
+				binary.LittleEndian.PutUint64(l.c.local.Bytes(), seq)
+			}
+			err = qp.Send(ctx, l.sge)
+		case SendImm:
+			err = qp.SendWithImmediate(ctx, seq, l.sge)
+		default:
+			err = qp.WriteWithImmediate(ctx, remote, seq, l.sge)
+		}
+		if err != nil {
+			return err
+		}
+		c, err := l.c.cq.Next(ctx)
+		if err != nil {
+			return err
+		}
+		if c.Status != iwarp.StatusSuccess || c.Op != iwarp.OpRecv {
+			return fmt.Errorf("%v answer: %v completion %v: %v", l.op, c.Op, c.Status, c.Err)
+		}
+		return nil
+	case Write:
+		if err = qp.Write(ctx, remote, l.sge); err == nil {
+			err = qp.Read(ctx, l.sink8, remote)
+		}
+	case Read:
+		err = qp.Read(ctx, l.sge, remote)
+	case ReadV2:
+		err = qp.ReadV2(ctx, remote, l.sge)
+	case FetchAdd:
+		_, err = qp.FetchAdd(ctx, remote, 1)
+	case CmpSwap:
+		_, err = qp.CompareSwap(ctx, remote, seq, seq+1)
+	}
+	return err
+}
+
+// runLat runs one latency test on one QP and returns its statistics.
+func (ep *Endpoint) runLat(ctx context.Context, op Op, size int, cfg *Config, prog *progress, samples []time.Duration) (Result, error) {
+	res := Result{Op: op.String(), Mode: "lat", Transport: "iwarp", CRC: cfg.CRC, Size: op.sizeOf(size), QPs: 1, Depth: 1}
+	l, err := ep.newLatQP(ctx, op, size, cfg.CRC)
+	if err != nil {
+		return res, err
+	}
+	defer l.c.close()
+	before := takeSnapshot(false)
+	k, elapsed, err := sampleRoundTrips(fmt.Sprintf("%s lat %d B", op, res.Size), prog, cfg, samples, func() error { return l.once(ctx) })
+	after := takeSnapshot(false)
+	if err != nil {
+		return res, err
+	}
+	if err := l.c.postCtrl(0); err != nil {
+		return res, err
+	}
+	rep, err := l.c.finish(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.Ops = uint64(k)
+	res.ServerRecvs = rep.recvs
+	if rep.seqErr != 0 {
+		return res, fmt.Errorf("%v: %d messages out of sequence at the server", op, rep.seqErr)
+	}
+	res.setRates(elapsed)
+	res.setCPU(before, after, l.c.start, rep.sys)
+	res.Lat = bench.Summarize(samples[:k])
+	return res, nil
+}
+
+// sampleRoundTrips warms up with latWarmup calls of once, then times
+// round trips back to back — each sample is the time since the previous one
+// ended — until samples is full, cfg.Iters were taken or, without an
+// iteration count, cfg.Duration has passed. It shows the progress line
+// meanwhile and returns how many samples it took and the time they took.
+// The latency runs of both transports (ours and raw TCP) use it.
+func sampleRoundTrips(label string, prog *progress, cfg *Config, samples []time.Duration, once func() error) (int, time.Duration, error) {
+	for range latWarmup {
+		if err := once(); err != nil {
+			return 0, 0, err
+		}
+	}
+	n := len(samples)
+	if cfg.Iters > 0 {
+		n = min(n, cfg.Iters)
+	}
+	var cnt atomic.Uint64
+	stopProg := prog.track(label, time.Now(), cfg.Duration, func() (uint64, int) { return cnt.Load(), 0 })
+	defer stopProg()
+	start := time.Now()
+	deadline := start.Add(cfg.Duration)
+	t0 := start
+	k := 0
+	for k < n {
+		if err := once(); err != nil {
+			return k, time.Since(start), err
+		}
+		t1 := time.Now()
+		samples[k] = t1.Sub(t0)
+		k++
+		cnt.Store(uint64(k))
+		t0 = t1
+		if cfg.Iters == 0 && !t1.Before(deadline) {
+			break
+		}
+	}
+	return k, time.Since(start), nil
+}

@@ -1,0 +1,129 @@
+package perf
+
+import (
+	"encoding/binary"
+	"errors"
+
+	"github.com/goiwarp/iwarp"
+)
+
+// The "iwarp perf" protocol. Every test is one or more fresh connections.
+// The client's MPA Request carries a desc as private data (what the
+// server must set up), the server's Reply a reply (its buffer and its
+// process counters at that moment). At the end of a test the client sends
+// a zero-length Send ("done") after its last message; the server answers
+// with a Send holding a report once everything before it has arrived,
+// which is how bytes are confirmed at the sink.
+
+const (
+	magic     = 'P'
+	descLen   = 40
+	replyLen  = 48
+	reportLen = 64
+	maxRecv   = 1024 // receives the server keeps posted at most
+)
+
+// Descriptor flags.
+const (
+	flagLat = 1 << iota // a latency test: the server echoes
+	flagCRC             // CRC on (both sides ask, or neither)
+)
+
+// desc is what the client asks the server to set up.
+type desc struct {
+	op     Op
+	flags  uint8
+	size   uint32 // message size
+	recvs  uint32 // receives the server keeps posted (credits)
+	batch  uint32 // the server returns credits every batch receives
+	remote iwarp.RemoteBuffer
+}
+
+func (d *desc) encode() []byte {
+	b := make([]byte, descLen)
+	b[0], b[1], b[2] = magic, byte(d.op), d.flags
+	binary.BigEndian.PutUint32(b[4:], d.size)
+	binary.BigEndian.PutUint32(b[8:], d.recvs)
+	binary.BigEndian.PutUint32(b[12:], d.batch)
+	rb, _ := d.remote.MarshalBinary()
+	copy(b[16:], rb)
+	return b
+}
+
+var errDesc = errors.New("not an iwarp perf request")
+
+func decodeDesc(b []byte) (desc, error) {
+	if len(b) != descLen || b[0] != magic {
+		return desc{}, errDesc
+	}
+	d := desc{op: Op(b[1]), flags: b[2], size: binary.BigEndian.Uint32(b[4:]),
+		recvs: binary.BigEndian.Uint32(b[8:]), batch: binary.BigEndian.Uint32(b[12:])}
+	if err := d.remote.UnmarshalBinary(b[16:32]); err != nil {
+		return desc{}, err
+	}
+	if d.op < Send || d.op > opStat || d.size > 1<<26 || d.recvs > maxRecv || d.batch == 0 {
+		return desc{}, errDesc
+	}
+	return d, nil
+}
+
+// reply is the server's MPA Reply: its buffer and its counters.
+type reply struct {
+	remote iwarp.RemoteBuffer
+	sys    sysSnapshot
+}
+
+func (r *reply) encode() []byte {
+	b, _ := r.remote.MarshalBinary()
+	return r.sys.appendTo(b)
+}
+
+func decodeReply(b []byte) (reply, error) {
+	var r reply
+	if len(b) != replyLen {
+		return r, errors.New("bad perf reply")
+	}
+	if err := r.remote.UnmarshalBinary(b[:16]); err != nil {
+		return r, err
+	}
+	r.sys = decodeSysSnapshot(b[16:])
+	return r, nil
+}
+
+// report is the server's account of a test, sent after "done".
+type report struct {
+	recvs  uint64 // receive completions (without "done")
+	seqErr uint64 // receives whose sequence number was not the next one
+	sys    sysSnapshot
+}
+
+func (r *report) encode(b []byte) {
+	binary.BigEndian.PutUint64(b[0:], r.recvs)
+	binary.BigEndian.PutUint64(b[8:], r.seqErr)
+	r.sys.appendTo(b[16:16])
+}
+
+func decodeReport(b []byte) report {
+	return report{recvs: binary.BigEndian.Uint64(b), seqErr: binary.BigEndian.Uint64(b[8:]), sys: decodeSysSnapshot(b[16:])}
+}
+
+// sysSnapshot is a process's counters at one moment.
+type sysSnapshot struct {
+	cpuNS   uint64 // user + system CPU time
+	mallocs uint64 // heap allocations so far (runtime.MemStats.Mallocs)
+	rss     uint64 // resident set size, bytes
+	// base (in a report) is the server's mallocs when its connection was
+	// set up, so that setup does not count as allocations per operation.
+	base uint64
+}
+
+func (s sysSnapshot) appendTo(b []byte) []byte {
+	b = binary.BigEndian.AppendUint64(b, s.cpuNS)
+	b = binary.BigEndian.AppendUint64(b, s.mallocs)
+	b = binary.BigEndian.AppendUint64(b, s.rss)
+	return binary.BigEndian.AppendUint64(b, s.base)
+}
+
+func decodeSysSnapshot(b []byte) sysSnapshot {
+	return sysSnapshot{cpuNS: binary.BigEndian.Uint64(b), mallocs: binary.BigEndian.Uint64(b[8:]), rss: binary.BigEndian.Uint64(b[16:]), base: binary.BigEndian.Uint64(b[24:])}
+}

@@ -1,0 +1,49 @@
+package perf
+
+import (
+	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+)
+
+// takeSnapshot reads this process's counters. With settle it first
+// collects garbage and returns free memory to the system, so that the
+// resident size counts live memory (goroutine stacks included).
+func takeSnapshot(settle bool) sysSnapshot {
+	if settle {
+		runtime.GC()
+		debug.FreeOSMemory()
+	}
+	m := mallocsNow()
+	return sysSnapshot{cpuNS: cpuTimeNS(), mallocs: m, rss: residentBytes()}
+}
+
+// mallocsNow returns the heap objects allocated so far by this process.
+func mallocsNow() uint64 {
+	s := [1]metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
+	metrics.Read(s[:])
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
+
+// residentBytes returns the resident set size from /proc (Linux), or 0.
+func residentBytes() uint64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, err := strconv.ParseUint(f[1], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return pages * uint64(os.Getpagesize())
+}
