@@ -59,7 +59,7 @@ func TestRpingExitCodes(t *testing.T) {
 			errOut: "rdma_connect: Connection refused\nconnect error -1\niwarp rping: cannot connect to 127.0.0.1:" + closed},
 		{name: "silent server", args: []string{"rping", "-c", "-a", silent, "-C", "1", "-timeout", "300ms"}, code: rpingExitFail,
 			errOut: "cma event RDMA_CM_EVENT_UNREACHABLE, error -110\nwait for CONNECTED state 4\nconnect error -1\n" +
-				"iwarp rping: no MPA Reply from " + silent + " within 300ms"},
+				"iwarp rping: timed out after 300ms waiting for the MPA Reply from " + silent + ": the peer accepted"},
 		{name: "address in use", args: []string{"rping", "-s", "-a", silent}, code: rpingExitFail,
 			errOut: "rdma_bind_addr: Address already in use"},
 	})

@@ -143,7 +143,7 @@ func setupFailure(err error, dst netip.AddrPort, took, timeout time.Duration) st
 	case errors.As(err, &rej):
 		return fmt.Sprintf("%v rejected the connection", dst)
 	case isTimeout(err):
-		return fmt.Sprintf("no MPA Reply from %v within %v: the peer accepted the TCP connection but did not answer the MPA Request", dst, timeout.Round(time.Millisecond))
+		return fmt.Sprintf("timed out after %v waiting for the MPA Reply from %v: the peer accepted the TCP connection but did not answer the MPA Request", timeout.Round(time.Millisecond), dst)
 	}
 	return fmt.Sprintf("the MPA startup with %v failed after %v: %v", dst, took.Round(time.Millisecond), err)
 }

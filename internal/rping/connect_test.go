@@ -75,7 +75,7 @@ func TestConnectFailures(t *testing.T) {
 		{"refused", closedPort(t), "rdma_connect: Connection refused\nconnect error -1\n", "cannot connect to 127.0.0.1:"},
 		{"silent", netip.MustParseAddrPort(silent.Addr().String()),
 			"cma event RDMA_CM_EVENT_UNREACHABLE, error -110\nwait for CONNECTED state 4\nconnect error -1\n",
-			"no MPA Reply from 127.0.0.1:\\d+ within 300ms: the peer accepted the TCP connection but did not answer the MPA Request"},
+			"timed out after 300ms waiting for the MPA Reply from 127.0.0.1:\\d+: the peer accepted the TCP connection but did not answer the MPA Request"},
 		{"rejected", netip.MustParseAddrPort(rejecting.Addr().String()),
 			"cma event RDMA_CM_EVENT_REJECTED, error -111\nwait for CONNECTED state 4\nconnect error -1\n", "rejected the connection"},
 	} {
