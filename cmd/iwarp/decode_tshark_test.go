@@ -3,7 +3,10 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
+	"math/rand/v2"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -11,11 +14,14 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/goiwarp/iwarp"
 	"github.com/goiwarp/iwarp/internal/capture"
 	"github.com/goiwarp/iwarp/internal/decode"
+	"github.com/goiwarp/iwarp/internal/fpdu"
 	"github.com/goiwarp/iwarp/internal/vectors"
 	"github.com/goiwarp/iwarp/internal/wire"
 )
@@ -405,4 +411,346 @@ func fpduSummary(c *decode.Conn) []string {
 	}
 	slices.Sort(s)
 	return s
+}
+
+// markedFPDU returns where the CRC field of an FPDU carrying ulpdu octets
+// starts and where the FPDU ends, sent from stream offset pos with a
+// marker in front of every 512th octet and one before the CRC field when
+// it is due there (RFC 5044 §4.3, docs/fpdu.md decision 2).
+func markedFPDU(pos, ulpdu int) (crcAt, end int) {
+	p, l := pos, fpdu.HeaderLen+ulpdu+fpdu.PadLen(ulpdu)
+	for l > 0 {
+		if p%fpdu.MarkerInterval == 0 {
+			p += fpdu.MarkerLen
+		}
+		k := min(l, fpdu.MarkerInterval-p%fpdu.MarkerInterval)
+		p, l = p+k, l-k
+	}
+	if p%fpdu.MarkerInterval == 0 {
+		p += fpdu.MarkerLen
+	}
+	return p, p + fpdu.CRCLen
+}
+
+// steer picks a payload size from 1 to 1400 for a message whose FPDU
+// carries hdr octets of headers before it and is sent from stream offset
+// *pos, followed by FPDUs with the ULPDU sizes then: none of them may end
+// on a marker position (Wireshark 4.0 then counts the next FPDU's leading
+// marker in this one and loses the stream), and with target the first
+// FPDU's CRC field must follow a marker. It advances *pos past them all.
+func steer(rng *rand.Rand, pos *int, hdr int, target bool, then ...int) int {
+	first := 1 + rng.IntN(1400)
+	for i := range 1400 {
+		n := 1 + (first+i)%1400
+		crcAt, end := markedFPDU(*pos, hdr+n)
+		ok := end%fpdu.MarkerInterval != 0 && (!target || crcAt%fpdu.MarkerInterval == fpdu.MarkerLen)
+		for _, u := range then {
+			_, end = markedFPDU(end, u)
+			ok = ok && end%fpdu.MarkerInterval != 0
+		}
+		if ok {
+			*pos = end
+			return n
+		}
+	}
+	panic("no payload size fits")
+}
+
+// countingConn counts the octets written and read through it and keeps
+// the first 20 of each direction (the MPA frame's header).
+type countingConn struct {
+	net.Conn
+	mu          sync.Mutex
+	wrote, read int
+	head        [2][]byte
+}
+
+// Write counts p before writing it: the peer may answer, and the answer
+// complete an operation, before Write returns.
+func (c *countingConn) Write(p []byte) (int, error) {
+	c.count(0, p)
+	n, err := c.Conn.Write(p)
+	if n < len(p) {
+		c.mu.Lock()
+		c.wrote -= len(p) - n
+		c.mu.Unlock()
+	}
+	return n, err
+}
+
+func (c *countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.count(1, p[:n])
+	return n, err
+}
+
+func (c *countingConn) count(dir int, b []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.head[dir] = append(c.head[dir], b[:min(len(b), 20-len(c.head[dir]))]...)
+	if dir == 0 {
+		c.wrote += len(b)
+	} else {
+		c.read += len(b)
+	}
+}
+
+// positions returns the stream offsets, counted from each direction's
+// first FPDU, of the next octet the Initiator sends and receives.
+func (c *countingConn) positions(t *testing.T) (sent, received int) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.head[0]) < 20 || len(c.head[1]) < 20 {
+		t.Fatal("no MPA frames seen")
+	}
+	frame := func(h []byte) int { return 20 + (int(h[18])<<8 | int(h[19])) }
+	return c.wrote - frame(c.head[0]), c.read - frame(c.head[1])
+}
+
+// markerCapture records, through iwarp.Capture, a live connection between
+// two QPs with MPA markers in both directions and CRC, running Sends,
+// RDMA Writes and RDMA Reads, each of one FPDU, whose sizes are steered
+// from the stream positions: a third of the rounds put a marker just
+// before the CRC field of the Write and of the Read Response (RFC 5044
+// §4.3, §4.4), and no FPDU ends on a marker position (see steer). It
+// returns the capture file.
+func markerCapture(t *testing.T) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "markers-crc.pcap")
+	f, err := os.Create(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	capt, err := iwarp.NewCapture(f, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	type side struct {
+		pd *iwarp.PD
+		cq *iwarp.CQ
+		qp *iwarp.QP
+	}
+	newSide := func() side {
+		dev := iwarp.NewDevice(nil)
+		t.Cleanup(func() { dev.Close() })
+		pd, err := dev.AllocPD()
+		must(err)
+		cq, err := dev.NewCQ(256, nil)
+		must(err)
+		qp, err := pd.NewQP(&iwarp.QPConfig{SendCQ: cq, RecvCQ: cq, SendQueueDepth: 64, RecvQueueDepth: 64})
+		must(err)
+		return side{pd, cq, qp}
+	}
+	ini, resp := newSide(), newSide()
+	ln, err := iwarp.Listen("tcp", "127.0.0.1:0", nil)
+	must(err)
+	defer ln.Close()
+	accepted := make(chan error, 1)
+	go func() {
+		req, err := ln.Accept(ctx)
+		if err == nil {
+			err = req.Accept(ctx, resp.qp, &iwarp.ConnOptions{Markers: true})
+		}
+		accepted <- err
+	}()
+	var cc *countingConn
+	dial := capt.Dialer(nil)
+	counted := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		nc, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		cc = &countingConn{Conn: nc}
+		return cc, nil
+	}
+	must(ini.qp.Connect(ctx, "tcp", ln.Addr().String(), &iwarp.ConnOptions{Markers: true, Dialer: counted}))
+	must(<-accepted)
+	if a := ini.qp.Attributes(); !a.CRC || !a.SendMarkers || !a.RecvMarkers {
+		t.Fatalf("negotiated CRC %v, markers sent %v, received %v", a.CRC, a.SendMarkers, a.RecvMarkers)
+	}
+
+	const most = 1400
+	src := make([]byte, most)
+	for i := range src {
+		src[i] = byte(i*7 + 1)
+	}
+	smr, err := ini.pd.RegisterMemory(src, 0)
+	must(err)
+	sink := make([]byte, most)
+	kmr, err := ini.pd.RegisterMemory(sink, iwarp.AccessLocalWrite)
+	must(err)
+	rmr, err := resp.pd.RegisterMemory(make([]byte, most), iwarp.AccessRemoteWrite|iwarp.AccessRemoteRead|iwarp.AccessLocalWrite)
+	must(err)
+	rng := rand.New(rand.NewPCG(23, 5044))
+	readRequest := wire.UntaggedHdrLen + wire.ReadRequestLen
+	for round := range 150 {
+		sent, received := cc.positions(t)
+		target := round%3 == 0
+		if round%10 == 5 { // a Send into the Responder's memory
+			n := steer(rng, &sent, wire.UntaggedHdrLen, target)
+			must(resp.qp.PostRecv(iwarp.RecvWR{ID: uint64(round), SGL: []iwarp.SGE{rmr.SGE(0, most)}}))
+			must(ini.qp.Send(ctx, smr.SGE(0, n)))
+			if c, err := resp.cq.Next(ctx); err != nil || c.Status != iwarp.StatusSuccess || c.Len != n {
+				t.Fatalf("Send of %d: %+v, %v", n, c, err)
+			}
+		}
+		nw := steer(rng, &sent, wire.TaggedHdrLen, target, readRequest)
+		nr := steer(rng, &received, wire.TaggedHdrLen, target)
+		remote, err := rmr.RemoteSlice(0, nw)
+		must(err)
+		must(ini.qp.Write(ctx, remote, smr.SGE(0, nw)))
+		remote, err = rmr.RemoteSlice(0, nr)
+		must(err)
+		clear(sink)
+		must(ini.qp.Read(ctx, kmr.SGE(0, nr), remote))
+		if nr <= nw && !bytes.Equal(sink[:nr], src[:nr]) {
+			t.Fatalf("round %d: the %d bytes read back differ", round, nr)
+		}
+		if s, r := cc.positions(t); s != sent || r != received {
+			t.Fatalf("round %d: streams at %d and %d, predicted %d and %d (not one FPDU per message?)", round, s, r, sent, received)
+		}
+	}
+	must(ini.qp.Disconnect(ctx))
+	<-resp.qp.Done()
+	must(capt.Close())
+	return file
+}
+
+// oneFPDUPerSegment rewrites a capture of one connection with every MPA
+// frame and FPDU in a TCP segment of its own, as our decoder finds them.
+// With markers, Wireshark's MPA dissector needs exactly that: it places
+// markers and checks ULPDU_Length from the segment's sequence number and
+// length, and a live capture cuts FPDUs wherever the stack's writes and
+// reads did. Each FPDU is still checked on its own by tshark (length,
+// marker positions, CRC). It returns the new file.
+func oneFPDUPerSegment(t *testing.T, file string) string {
+	t.Helper()
+	a, err := capture.ReadFile(file, capture.Limits{})
+	if err != nil || len(a.Conns()) != 1 {
+		t.Fatalf("%v, %d connections", err, len(a.Conns()))
+	}
+	dc := decode.DecodeConn(a.Conns()[0], decode.Options{})
+	if dc.Initiator < 0 {
+		t.Fatal("no MPA startup in the capture")
+	}
+	var buf bytes.Buffer
+	w, err := capture.NewPcapWriter(&buf, capture.LinkEthernet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl := &capture.Flow{W: w, MSS: 65495, Time: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		Client: netip.MustParseAddrPort("192.0.2.1:40002"), Server: netip.MustParseAddrPort("192.0.2.2:7001")}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(fl.Open())
+	for _, it := range dc.Items {
+		if it.Kind != decode.KindMPA && it.Kind != decode.KindFPDU {
+			continue
+		}
+		runs := dc.C.Dir[it.Dir].Runs()
+		if len(runs) != 1 || runs[0].Off != 0 || it.Off+it.Size > uint64(len(runs[0].Data)) {
+			t.Fatalf("direction %d is not one whole run", it.Dir)
+		}
+		side := 1
+		if it.Dir == dc.Initiator {
+			side = 0
+		}
+		must(fl.Send(side, runs[0].Data[it.Off:it.Off+it.Size]))
+	}
+	must(fl.Close())
+	out := filepath.Join(t.TempDir(), "one-fpdu-per-segment.pcap")
+	must(os.WriteFile(out, buf.Bytes(), 0o644))
+	return out
+}
+
+// markerCaptureFPDUs decodes a capture of markerCapture with our decoder
+// and checks it: every FPDU whole, with a good CRC and good FPDUPTRs, in
+// both directions markers; it returns the number of FPDUs and of those
+// whose CRC field follows a marker, per direction.
+func markerCaptureFPDUs(t *testing.T, file string) (fpdus, beforeCRC [2]int) {
+	t.Helper()
+	a, err := capture.ReadFile(file, capture.Limits{})
+	if err != nil || len(a.Conns()) != 1 {
+		t.Fatalf("%v, %d connections", err, len(a.Conns()))
+	}
+	dc := decode.DecodeConn(a.Conns()[0], decode.Options{})
+	if !dc.Markers[0] || !dc.Markers[1] || dc.CRC != decode.CRCOn {
+		t.Fatalf("decoded markers %v, CRC %v", dc.Markers, dc.CRC)
+	}
+	var base [2]uint64 // where each direction's FPDUs, and markers, start
+	for _, it := range dc.Items {
+		switch {
+		case it.Kind == decode.KindMPA:
+			base[it.Dir] = it.Off + it.Size
+		case it.Kind == decode.KindFPDU:
+			f := &it.FPDU
+			if it.FPDUErr != nil || it.ULPDUErr != nil || !it.CRCGood() || f.BadMarkers != 0 {
+				t.Errorf("FPDU at %d in direction %d: %v / %v, CRC good %v, %d bad markers", it.Off, it.Dir, it.FPDUErr, it.ULPDUErr, it.CRCGood(), f.BadMarkers)
+			}
+			fpdus[it.Dir]++
+			if (it.Off+it.Size-fpdu.CRCLen-fpdu.MarkerLen-base[it.Dir])%fpdu.MarkerInterval == 0 {
+				beforeCRC[it.Dir]++
+			}
+		}
+	}
+	for d := range 2 {
+		if beforeCRC[d] == 0 {
+			t.Errorf("direction %d: none of %d FPDUs has a marker before its CRC field", d, fpdus[d])
+		}
+	}
+	return fpdus, beforeCRC
+}
+
+// TestMarkerCaptureDecodes checks, without tshark, what
+// TestDecodeMatchesTsharkWithMarkers compares with Wireshark: the live
+// capture and its rewrite with one FPDU per segment decode alike.
+func TestMarkerCaptureDecodes(t *testing.T) {
+	live := markerCapture(t)
+	fpdus, beforeCRC := markerCaptureFPDUs(t, live)
+	f2, b2 := markerCaptureFPDUs(t, oneFPDUPerSegment(t, live))
+	if f2 != fpdus || b2 != beforeCRC {
+		t.Errorf("rewritten with one FPDU per segment: %v FPDUs, %v before the CRC; live %v, %v", f2, b2, fpdus, beforeCRC)
+	}
+	t.Logf("FPDUs per direction %v, with a marker before the CRC field %v", fpdus, beforeCRC)
+}
+
+// TestDecodeMatchesTsharkWithMarkers: on a live connection with markers
+// in both directions and CRC (rewritten with one FPDU per segment, as
+// Wireshark needs), tshark finds the FPDUs we find, with the same fields,
+// and calls every CRC good, those whose CRC field follows a marker (which
+// the CRC covers) included.
+func TestDecodeMatchesTsharkWithMarkers(t *testing.T) {
+	tshark := needTshark(t)
+	file := oneFPDUPerSegment(t, markerCapture(t))
+	fpdus, beforeCRC := markerCaptureFPDUs(t, file)
+	n := compareWithTshark(t, tshark, file)
+	good := 0
+	for frame, vs := range tsharkCRCVerdicts(t, tshark, file) {
+		for _, v := range vs {
+			if v != "good" {
+				t.Errorf("frame %d: tshark says the CRC is %s", frame, v)
+			}
+			good++
+		}
+	}
+	if total := fpdus[0] + fpdus[1]; n != total || good != total {
+		t.Errorf("%d FPDUs decoded, %d compared with tshark, %d good CRCs in tshark", total, n, good)
+	}
+	if !t.Failed() {
+		t.Logf("%d FPDUs, %v with a marker before the CRC field, all CRCs good in tshark", n, beforeCRC)
+	}
 }
