@@ -21,6 +21,7 @@ const (
 
 var opNames = map[Op]string{Write: "write", Send: "send", Read: "read"}
 
+// String is the operation's name, as ParseOp takes it.
 func (o Op) String() string {
 	if n, ok := opNames[o]; ok {
 		return n
