@@ -72,7 +72,7 @@ func ParseModes(s string) ([]string, error) {
 func (c *Config) check(vsTCP bool) error {
 	switch {
 	case vsTCP && (c.Pairs < 1 || c.Trial <= 0 || c.IdleQPs < 1 || c.LoadQPs < 1 || c.LoadQPs > MaxDepth):
-		return fmt.Errorf("bad -vs-tcp settings: %d pairs of %v trials, %d idle QPs, %d loaded QPs", c.Pairs, c.Trial, c.IdleQPs, c.LoadQPs)
+		return fmt.Errorf("bad comparison settings: %d pairs of %v trials, %d idle QPs, %d loaded QPs", c.Pairs, c.Trial, c.IdleQPs, c.LoadQPs)
 	case vsTCP:
 		return nil
 	case len(c.Ops) == 0 || len(c.Modes) == 0 || len(c.Sizes) == 0:
