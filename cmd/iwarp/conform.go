@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -23,54 +22,72 @@ func init() {
 	})
 }
 
+const conformAbout = `Runs the hostile-peer suite (internal/conform, docs/security.md) against an
+iWARP responder: each case on its own connection, a malformed or abusive
+input with the outcome the specifications prescribe. Per case it prints the
+verdict (PASS, FAIL, SKIP with the reason), what is prescribed and what the
+responder did, then "CONFORM: n passed, m failed, k skipped". Without -a
+and -p it runs against an in-process "iwarp serve" on loopback. Exits 1 if
+a case failed or the responder cannot be reached (the run stops at the
+first connection that cannot be made), 2 if -run selects no case.`
+
+// conformMaxWait bounds the duration flags.
+const conformMaxWait = 10 * time.Minute
+
 func runConform(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("conform", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	addr := fs.String("a", "", "responder address host:port (default: an in-process `iwarp serve` on loopback)")
-	noCRC := fs.Bool("nocrc", false, "do not ask for MPA CRCs")
-	wait := fs.Duration("wait", 3*time.Second, "how long to wait for each answer")
-	startupWait := fs.Duration("startup-wait", 12*time.Second, "how long to wait for a responder to give up a stalled startup")
-	run := fs.String("run", "", "run only the cases whose name matches this regular expression")
-	retry := fs.Duration("dial-retry", 10*time.Second, "keep re-dialling a refused or reset connection this long (a responder restarting between cases)")
-	verbose := fs.Bool("v", false, "also print each case's specification reference and the Terminate bytes")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	f := newFlags("conform", "[options]", conformAbout, stdout, stderr)
+	addr := f.String("a", "", "responder's `HOST[:PORT]` (default: an in-process iwarp serve on loopback)")
+	port := f.Int("p", 7174, "responder's `PORT` when -a names none")
+	noCRC := f.Bool("nocrc", false, "do not ask for MPA CRCs")
+	wait := f.Duration("wait", 3*time.Second, "how long to wait for each answer")
+	startupWait := f.Duration("startup-wait", 12*time.Second, "how long to wait for a responder to give up a stalled startup")
+	run := f.String("run", "", "run only the cases whose name matches this `regexp`")
+	retry := f.Duration("dial-retry", 10*time.Second, "keep re-dialling a refused or reset connection this long (a responder restarting between cases)")
+	verbose := f.Bool("v", false, "also print each case's specification reference and the Terminate bytes")
+	if code, ok := f.parse(args); !ok {
+		return code
 	}
-	var filter *regexp.Regexp
-	if *run != "" {
-		var err error
-		if filter, err = regexp.Compile(*run); err != nil {
-			fmt.Fprintf(stderr, "iwarp conform: -run: %v\n", err)
-			return 2
+	if !noArgs(f) || !checkDuration(f, "wait", *wait, time.Millisecond, conformMaxWait) ||
+		!checkDuration(f, "startup-wait", *startupWait, time.Millisecond, conformMaxWait) ||
+		!checkDuration(f, "dial-retry", *retry, 0, conformMaxWait) {
+		return exitUsage
+	}
+	target := ""
+	if *addr != "" || flagSet(f.FlagSet, "p") {
+		var ok bool
+		if target, ok = addrFromFlags(f, *addr, *port); !ok {
+			return exitUsage
 		}
 	}
+	cases, ok := selectCases(f, *run)
+	if !ok {
+		return exitUsage
+	}
 	ctx := context.Background()
-	target := *addr
 	if target == "" {
 		stop, a, err := startLocalServer(ctx, stderr)
 		if err != nil {
-			fmt.Fprintf(stderr, "iwarp conform: %v\n", err)
-			return 1
+			return f.fail("%v", err)
 		}
 		defer stop()
 		target = a
-		fmt.Fprintf(stdout, "conform: no -a given: running against an in-process `iwarp serve` at %s\n", target)
+		fmt.Fprintf(stdout, "conform: no -a given: running against an in-process iwarp serve at %s\n", target)
 	}
 	o := &conform.Options{
 		Dial:  func(ctx context.Context) (net.Conn, error) { return dialRetry(ctx, target, *retry) },
 		NoCRC: *noCRC, Wait: *wait, StartupWait: *startupWait,
 	}
-	var cases []*conform.Case
-	for _, c := range conform.All() {
-		if filter == nil || filter.MatchString(c.Name) {
-			cases = append(cases, c)
-		}
-	}
 	var pass, fail, skip int
-	for _, c := range cases {
+	for i, c := range cases {
 		cctx, cancel := context.WithTimeout(ctx, *startupWait+4**wait)
 		r := conform.Run(cctx, c, o)
 		cancel()
+		if r.DialErr != nil {
+			if i > 0 {
+				fmt.Fprintf(stdout, "CONFORM: %d passed, %d failed, %d skipped; stopped before case %d of %d (%s)\n", pass, fail, skip, i+1, len(cases), c.Name)
+			}
+			return f.fail("cannot connect to the responder at %s: %v", target, r.DialErr)
+		}
 		printResult(stdout, &r, *verbose)
 		switch r.Verdict {
 		case conform.Pass:
@@ -83,9 +100,34 @@ func runConform(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "CONFORM: %d passed, %d failed, %d skipped (of %d cases against %s)\n", pass, fail, skip, len(cases), target)
 	if fail > 0 {
-		return 1
+		return exitFail
 	}
-	return 0
+	return exitOK
+}
+
+// selectCases returns the cases whose name matches pattern (every case
+// when it is empty); a bad pattern, or one that matches nothing, is
+// reported as -run's error and ok is false.
+func selectCases(f *cmdFlags, pattern string) (cases []*conform.Case, ok bool) {
+	all := conform.All()
+	if pattern == "" {
+		return all, true
+	}
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		f.badFlag("run", pattern, "%v", err)
+		return nil, false
+	}
+	for _, c := range all {
+		if re.MatchString(c.Name) {
+			cases = append(cases, c)
+		}
+	}
+	if len(cases) == 0 {
+		f.badFlag("run", pattern, "matches none of the %d cases", len(all))
+		return nil, false
+	}
+	return cases, true
 }
 
 // dialRetry dials addr, retrying for up to d while the connection is

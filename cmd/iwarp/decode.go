@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -40,37 +39,40 @@ func (p *portList) String() string {
 func (p *portList) Set(v string) error {
 	for f := range strings.SplitSeq(v, ",") {
 		n, err := strconv.ParseUint(strings.TrimSpace(f), 10, 16)
-		if err != nil {
-			return fmt.Errorf("bad port %q", f)
+		if err != nil || n == 0 {
+			return fmt.Errorf("%q is not a port from 1 to 65535", f)
 		}
 		*p = append(*p, uint16(n))
 	}
 	return nil
 }
 
-// runDecode implements "iwarp decode [flags] FILE...".
+const decodeAbout = `Reads pcap and pcapng captures (Ethernet, Linux cooked, loopback, raw IP;
+IPv4 and IPv6), the vector TSVs of internal/vectors/testdata and hex or
+relay-log texts, follows each TCP connection from its MPA startup and prints
+one line per MPA frame and FPDU (docs/decode.md). Exits 1 if a file cannot
+be read, is damaged, or has nothing to decode (no TCP connection, none that
+is iWARP, no byte stream in a text).`
+
+// runDecode implements "iwarp decode [options] FILE...".
 func runDecode(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("decode", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	payload := fs.Int("payload", 16, "payload and private data bytes shown in hex (0: none)")
-	verbose := fs.Bool("v", false, "also list the TCP connections that are not iWARP")
+	f := newFlags("decode", "[options] FILE...", decodeAbout, stdout, stderr)
+	payload := f.Int("payload", 16, "payload and private data `bytes` shown in hex (0: none; at most 65535)")
+	verbose := f.Bool("v", false, "also list the TCP connections that are not iWARP")
 	var ports portList
-	fs.Var(&ports, "port", "decode connections on this TCP `port` as MPA even without a captured startup (repeatable, comma-separated)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: iwarp decode [flags] FILE...")
-		fmt.Fprintln(stderr, "FILE is a pcap or pcapng capture, a internal/vectors/testdata TSV file, or a req:/rep: hex or relay log text.")
-		fs.PrintDefaults()
+	f.Var(&ports, "port", "decode connections on this TCP `port` as MPA even without a captured startup (repeatable, comma-separated)")
+	if code, ok := f.parse(args); !ok {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if !f.checkInt("payload", int64(*payload), 0, 65535) {
+		return exitUsage
 	}
-	if fs.NArg() == 0 {
-		fs.Usage()
-		return 2
+	if f.NArg() == 0 {
+		fmt.Fprintln(stderr, "iwarp decode: no FILE given")
+		f.usage(stderr)
+		return exitUsage
 	}
+	fs := f.FlagSet
 	out := bufio.NewWriterSize(stdout, 64<<10)
 	defer out.Flush()
 	stdout = out
@@ -93,7 +95,8 @@ func runDecode(args []string, stdout, stderr io.Writer) int {
 }
 
 // decodeFile decodes one file and prints it. Protocol errors are printed as
-// part of the output; only an unreadable file is an error.
+// part of the output; an unreadable or damaged file is an error, and so is
+// one with nothing to decode (no byte stream, no iWARP connection).
 func decodeFile(name string, w io.Writer, opts decode.Options, ro decode.RenderOptions) error {
 	f, err := os.Open(name)
 	if err != nil {
@@ -123,8 +126,7 @@ func decodeFile(name string, w io.Writer, opts decode.Options, ro decode.RenderO
 		}
 		a, err = decode.ReadText(bytes.NewReader(data))
 		if errors.Is(err, decode.ErrNoStreams) {
-			fmt.Fprintf(w, "%s: nothing to decode: no byte streams (no hex column, req:/rep: lines or relay records)\n", name)
-			return nil
+			return errNothingToDecode
 		}
 		if err != nil {
 			return err
@@ -135,6 +137,12 @@ func decodeFile(name string, w io.Writer, opts decode.Options, ro decode.RenderO
 		conns = append(conns, decode.Open(c, opts))
 	}
 	decode.Render(w, conns, ro)
+	iwarp := 0
+	for _, c := range conns {
+		if c.MPA {
+			iwarp++
+		}
+	}
 	for _, n := range a.Notes {
 		fmt.Fprintf(w, "note: frame %d: %s\n", n.Frame, n.Text)
 	}
@@ -144,8 +152,13 @@ func decodeFile(name string, w io.Writer, opts decode.Options, ro decode.RenderO
 	if a.DroppedConns > 0 {
 		fmt.Fprintf(w, "note: %d connections beyond the limit were not followed\n", a.DroppedConns)
 	}
-	if readErr != nil {
+	switch {
+	case readErr != nil:
 		return fmt.Errorf("capture damaged after the packets decoded above: %w", readErr)
+	case len(conns) == 0:
+		return errors.New("nothing to decode: no TCP connection")
+	case iwarp == 0:
+		return fmt.Errorf("nothing to decode: none of the %d TCP connections is iWARP (-v lists them; -port P decodes port P as MPA)", len(conns))
 	}
 	return nil
 }
@@ -156,3 +169,6 @@ const maxTextFile = 4 * decode.MaxTextBytes
 
 // errNotDecodable is returned for a file that is neither a capture nor text.
 var errNotDecodable = errors.New("not a pcap or pcapng capture, nor a vector or hex text")
+
+// errNothingToDecode is returned for a text that holds no byte stream.
+var errNothingToDecode = errors.New("nothing to decode: not a pcap or pcapng capture, and no byte streams in the text (no hex column, req:/rep: lines or relay records)")

@@ -55,12 +55,19 @@ func goldenInputs(t *testing.T) []string {
 	return files
 }
 
+// TestDecodeGolden decodes every capture and vector file and compares the
+// output with its golden file. A file with nothing to decode (atomics.tsv,
+// a table of atomic operations, holds no byte stream) exits 1; its golden
+// file ends with the exit status and the message.
 func TestDecodeGolden(t *testing.T) {
 	for _, in := range goldenInputs(t) {
 		name := filepath.Base(in)
 		t.Run(name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			if st := runDecode([]string{in}, &out, &errOut); st != 0 {
+			switch st := runDecode([]string{in}, &out, &errOut); {
+			case st == exitFail && strings.Contains(errOut.String(), "nothing to decode"):
+				fmt.Fprintf(&out, "exit %d: %s", st, errOut.String())
+			case st != exitOK:
 				t.Fatalf("exit %d: %s", st, errOut.String())
 			}
 			golden := filepath.Join("testdata", "decode", name+".golden")
@@ -143,7 +150,8 @@ func TestDecodeErrors(t *testing.T) {
 
 // TestDecodeFlags: -v lists connections that are not iWARP, -port decodes a
 // mid-connection CRC-off stream, -payload sets the preview, and capture
-// notes (an IP fragment) are always printed.
+// notes (an IP fragment) are always printed; a capture with no iWARP
+// connection exits 1.
 func TestDecodeFlags(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "x.pcap")
@@ -175,22 +183,26 @@ func TestDecodeFlags(t *testing.T) {
 	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run := func(args ...string) string {
+	run := func(status int, args ...string) string {
 		t.Helper()
 		var out, errOut bytes.Buffer
-		if st := runDecode(append(args, file), &out, &errOut); st != 0 {
-			t.Fatalf("%v: exit %d: %s", args, st, errOut.String())
+		if st := runDecode(append(args, file), &out, &errOut); st != status {
+			t.Fatalf("%v: exit %d, want %d: %s", args, st, status, errOut.String())
+		}
+		if status == exitFail && !strings.Contains(errOut.String(), "nothing to decode: none of the 2 TCP connections is iWARP") {
+			t.Errorf("%v: stderr %q", args, errOut.String())
 		}
 		return out.String()
 	}
-	plain := run()
+	// Without -port nothing is iWARP: exit 1, after the notes.
+	plain := run(exitFail)
 	if strings.Contains(plain, ":80") || strings.Contains(plain, "Send") || !strings.Contains(plain, "IP fragment 192.0.2.3 -> 192.0.2.4 not reassembled") {
 		t.Errorf("default output:\n%s", plain)
 	}
-	if v := run("-v"); !strings.Contains(v, "192.0.2.2:80, not iWARP") {
+	if v := run(exitFail, "-v"); !strings.Contains(v, "192.0.2.2:80, not iWARP") {
 		t.Errorf("-v output:\n%s", v)
 	}
-	p := run("-port", "7000", "-payload", "2")
+	p := run(exitOK, "-port", "7000", "-payload", "2")
 	if !strings.Contains(p, "Send(0x3) QN=0 MSN=1 MO=0 payload=16 data=0000..") || !strings.Contains(p, "[assumed off]") {
 		t.Errorf("-port output:\n%s", p)
 	}

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/goiwarp/iwarp"
@@ -19,148 +17,156 @@ func init() {
 	})
 }
 
-// demoSide is one end of the demo connection.
+const demoAbout = `Starts a responder and an initiator in this process, connects them over
+TCP on loopback (MPA Rev 2, CRC, peer-to-peer mode, RFC 7306 and V2
+negotiated) and runs every operation, each verified: Send, RDMA Write and
+RDMA Read over a sweep of sizes up to -max; Send with Invalidate, Local
+Invalidate and RDMA Read with Invalidate; a solicited event waking a CQ
+armed for solicited completions; Sends into a shared receive queue of two
+connections; FetchAdd and CompareSwap, plain and with RFC 7306's masks;
+Immediate Data, Write with Immediate, Send with Immediate and RDMA Read V2.
+Exits 0 when every operation was verified, 1 if any failed.`
+
+// demoMaxSize bounds -max: the sweep's largest size is allocated twice (a
+// source and a destination buffer).
+const demoMaxSize = 1 << 30
+
+// demoConfig is what the demo's flags chose.
+type demoConfig struct {
+	addr    string // the responder's listen address
+	crc     bool
+	maxSize int // the largest message of the size sweep
+	// extra steps run after the plan (tests use them).
+	extra []demoStep
+}
+
+func runDemo(args []string, stdout, stderr io.Writer) int {
+	f := newFlags("demo", "[options]", demoAbout, stdout, stderr)
+	addr := f.String("a", defaultHost, "responder's listen `HOST[:PORT]` (the initiator dials it)")
+	port := f.Int("p", 0, "responder's `PORT` (0: any free port)")
+	noCRC := f.Bool("nocrc", false, "do not ask for MPA CRCs")
+	maxSize := f.Int("max", 16<<20, fmt.Sprintf("largest message `size` of the size sweep, in bytes (0 to %d)", demoMaxSize))
+	if code, ok := f.parse(args); !ok {
+		return code
+	}
+	listen, ok := addrFromFlags(f, *addr, *port)
+	if !ok || !noArgs(f) || !f.checkInt("max", int64(*maxSize), 0, demoMaxSize) {
+		return exitUsage
+	}
+	if err := demo(stdout, demoConfig{addr: listen, crc: !*noCRC, maxSize: *maxSize}); err != nil {
+		return f.fail("%v", err)
+	}
+	return exitOK
+}
+
+// demoEnv is the demo's connection and what its steps need.
+type demoEnv struct {
+	ctx        context.Context
+	dev        *iwarp.Device
+	ln         *iwarp.Listener
+	crc        bool
+	init, resp *demoSide
+	// events is the channel resp.cq notifies when armed.
+	events *iwarp.EventChannel
+}
+
+// demoSide is one end of a demo connection.
 type demoSide struct {
 	pd *iwarp.PD
 	cq *iwarp.CQ
 	qp *iwarp.QP
 }
 
-func newDemoSide(dev *iwarp.Device) (*demoSide, error) {
-	pd, err := dev.AllocPD()
+// newDemoSide creates a QP with one CQ for both queues, bound to ch when
+// ch is not nil, and drawing its receives from srq when srq is not nil.
+func newDemoSide(pd *iwarp.PD, ch *iwarp.EventChannel, srq *iwarp.SRQ) (*demoSide, error) {
+	cq, err := pd.Device().NewCQ(128, ch)
 	if err != nil {
 		return nil, err
 	}
-	cq, err := dev.NewCQ(128, nil)
-	if err != nil {
-		return nil, err
-	}
-	qp, err := pd.NewQP(&iwarp.QPConfig{SendCQ: cq, RecvCQ: cq, SendQueueDepth: 32, RecvQueueDepth: 32})
+	qp, err := pd.NewQP(&iwarp.QPConfig{SendCQ: cq, RecvCQ: cq, SRQ: srq, SendQueueDepth: 32, RecvQueueDepth: 32})
 	if err != nil {
 		return nil, err
 	}
 	return &demoSide{pd: pd, cq: cq, qp: qp}, nil
 }
 
-func runDemo(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	addr := fs.String("addr", "127.0.0.1:0", "loopback address for the responder")
-	noCRC := fs.Bool("nocrc", false, "do not ask for MPA CRCs")
-	maxSize := fs.Int("max", 16<<20, "largest message size")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if err := demo(stdout, *addr, !*noCRC, *maxSize); err != nil {
-		fmt.Fprintf(stderr, "iwarp demo: %v\n", err)
-		return 1
-	}
-	return 0
-}
-
-func demo(w io.Writer, addr string, crc bool, maxSize int) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	dev := iwarp.NewDevice(nil)
-	defer dev.Close()
-	resp, err := newDemoSide(dev)
-	if err != nil {
-		return err
-	}
-	init, err := newDemoSide(dev)
-	if err != nil {
-		return err
-	}
-	ln, err := iwarp.Listen("tcp", addr, nil)
-	if err != nil {
-		return err
-	}
-	defer ln.Close()
+// connect connects init to resp through the demo's listener.
+func (e *demoEnv) connect(init, resp *demoSide) error {
 	accepted := make(chan error, 1)
 	go func() {
-		req, err := ln.Accept(ctx)
+		req, err := e.ln.Accept(e.ctx)
 		if err != nil {
 			accepted <- err
 			return
 		}
-		accepted <- req.Accept(ctx, resp.qp, &iwarp.ConnOptions{NoCRC: !crc, PrivateData: []byte("iwarp demo responder")})
+		accepted <- req.Accept(e.ctx, resp.qp, &iwarp.ConnOptions{NoCRC: !e.crc, PrivateData: []byte("iwarp demo responder")})
 	}()
-	if err := init.qp.Connect(ctx, "tcp", ln.Addr().String(), &iwarp.ConnOptions{NoCRC: !crc, PrivateData: []byte("iwarp demo initiator")}); err != nil {
+	if err := init.qp.Connect(e.ctx, "tcp", e.ln.Addr().String(), &iwarp.ConnOptions{NoCRC: !e.crc, PrivateData: []byte("iwarp demo initiator")}); err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
 	if err := <-accepted; err != nil {
 		return fmt.Errorf("accept: %w", err)
 	}
-	defer init.qp.Close()
-	defer resp.qp.Close()
-	a := init.qp.Attributes()
-	fmt.Fprintf(w, "connected %s -> %s: MPA rev %d, CRC %v, P2P %v (RTR %s), IRD/ORD %d/%d, MULPDU %d, extensions RFC7306=%v V2=%v\n",
-		"initiator", ln.Addr(), a.MPARevision, a.CRC, a.P2P, a.RTR, a.IRD, a.ORD, a.MULPDU, a.RFC7306, a.V2)
-	fmt.Fprintf(w, "private data: initiator saw %q, responder saw %q\n\n", a.PeerPrivateData, resp.qp.Attributes().PeerPrivateData)
+	return nil
+}
 
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "operation\tsize\tresult\ttime\tthroughput\t")
+func demo(w io.Writer, cfg demoConfig) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dev := iwarp.NewDevice(nil)
+	defer dev.Close()
+	e := &demoEnv{ctx: ctx, dev: dev, crc: cfg.crc, events: iwarp.NewEventChannel(1)}
+	respPD, err := dev.AllocPD()
+	if err != nil {
+		return err
+	}
+	initPD, err := dev.AllocPD()
+	if err != nil {
+		return err
+	}
+	if e.resp, err = newDemoSide(respPD, e.events, nil); err != nil {
+		return err
+	}
+	if e.init, err = newDemoSide(initPD, nil, nil); err != nil {
+		return err
+	}
+	if e.ln, err = iwarp.Listen("tcp", cfg.addr, nil); err != nil {
+		return err
+	}
+	defer e.ln.Close()
+	if err := e.connect(e.init, e.resp); err != nil {
+		return err
+	}
+	defer e.init.qp.Close()
+	defer e.resp.qp.Close()
+	a := e.init.qp.Attributes()
+	fmt.Fprintf(w, "connected initiator -> %s: MPA rev %d, CRC %v, P2P %v (RTR %s), IRD/ORD %d/%d, MULPDU %d, extensions RFC7306=%v V2=%v\n",
+		e.ln.Addr(), a.MPARevision, a.CRC, a.P2P, a.RTR, a.IRD, a.ORD, a.MULPDU, a.RFC7306, a.V2)
+	fmt.Fprintf(w, "private data: initiator saw %q, responder saw %q\n\n", a.PeerPrivateData, e.resp.qp.Attributes().PeerPrivateData)
+
+	steps := append(demoPlan(a, cfg.maxSize), cfg.extra...)
+	rows := make([]demoRow, 0, len(steps))
 	failures := 0
-	report := func(op string, size int, d time.Duration, err error) {
-		res := "verified"
+	for _, s := range steps {
+		d, err := s.run(e)
 		if err != nil {
-			res = "FAILED: " + err.Error()
 			failures++
 		}
-		tput := "-"
-		if size >= 4096 && d > 0 {
-			tput = fmt.Sprintf("%.0f MB/s", float64(size)/d.Seconds()/1e6)
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%v\t%s\t\n", op, size, res, d.Round(time.Microsecond), tput)
+		rows = append(rows, demoRow{step: s, d: d, err: err})
 	}
-	sizes := []int{0, 1, 4095, 65536, 1 << 20}
-	if maxSize > 1<<20 {
-		sizes = append(sizes, maxSize)
-	}
-	for _, n := range sizes {
-		d, err := demoSend(ctx, init, resp, n)
-		report("Send", n, d, err)
-	}
-	for _, n := range sizes {
-		d, err := demoWrite(ctx, init, resp, n)
-		report("RDMA Write", n, d, err)
-	}
-	for _, n := range sizes {
-		d, err := demoRead(ctx, init, resp, n)
-		report("RDMA Read", n, d, err)
-	}
-	if a.RFC7306 {
-		d, n, err := demoAtomics(ctx, init, resp)
-		report("FetchAdd/CompareSwap (RFC 7306)", n, d, err)
-		d, err = demoImmediate(ctx, init, resp)
-		report("Immediate Data (RFC 7306)", 8, d, err)
-		for _, n := range []int{0, 4096, 1 << 20} {
-			d, err := demoWriteImm(ctx, init, resp, n)
-			report("Write with Immediate", n, d, err)
-		}
-	}
-	if a.V2 {
-		for _, n := range []int{0, 4096, 1 << 20} {
-			d, err := demoSendImm(ctx, init, resp, n)
-			report("Send with Immediate (V2)", n, d, err)
-		}
-		for _, n := range []int{0, 4096, 1 << 20} {
-			d, err := demoReadV2(ctx, init, resp, n)
-			report("RDMA Read V2 (2 SGEs)", n, d, err)
-		}
-	}
-	tw.Flush()
-	if err := init.qp.Disconnect(ctx); err != nil {
+	writeDemoTable(w, rows)
+	if err := e.init.qp.Disconnect(ctx); err != nil {
 		return fmt.Errorf("disconnect: %w", err)
 	}
-	<-resp.qp.Done()
-	fmt.Fprintf(w, "\ndisconnected in order; responder saw: %v\n", resp.qp.Err())
+	<-e.resp.qp.Done()
+	fmt.Fprintf(w, "\ndisconnected in order; responder saw: %v\n", e.resp.qp.Err())
 	st := dev.Stats()
-	fmt.Fprintf(w, "device counters: %d FPDUs / %d bytes sent, %d FPDUs / %d bytes received, %d CRC errors, %d Terminates\n",
-		st.FPDUsSent, st.BytesSent, st.FPDUsReceived, st.BytesReceived, st.CRCErrors, len(st.Terminates))
+	fmt.Fprintf(w, "device counters: %d FPDUs / %d bytes sent, %d FPDUs / %d bytes received, %d CRC errors, %d Terminates, %d SRQ limit events\n",
+		st.FPDUsSent, st.BytesSent, st.FPDUsReceived, st.BytesReceived, st.CRCErrors, len(st.Terminates), st.SRQLimitEvents)
 	if failures > 0 {
-		return fmt.Errorf("%d operations failed", failures)
+		return fmt.Errorf("%d of %d operations failed", failures, len(steps))
 	}
-	fmt.Fprintln(w, "all operations verified")
+	fmt.Fprintf(w, "all %d operations verified\n", len(steps))
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-	"unsafe"
 
 	"github.com/goiwarp/iwarp"
 )
@@ -65,17 +64,23 @@ func (t *transfer) verify() error {
 // expectRecv waits for the next receive completion at s and checks its
 // length, and its immediate data when imm is not nil.
 func expectRecv(ctx context.Context, s *demoSide, n int, imm *uint64) error {
+	_, err := nextRecv(ctx, s, n, imm)
+	return err
+}
+
+// nextRecv is expectRecv returning the completion.
+func nextRecv(ctx context.Context, s *demoSide, n int, imm *uint64) (iwarp.Completion, error) {
 	c, err := s.cq.Next(ctx)
 	if err != nil {
-		return err
+		return c, err
 	}
 	if c.Status != iwarp.StatusSuccess || c.Op != iwarp.OpRecv || c.Len != n {
-		return fmt.Errorf("receive completed %v (%v) with %d bytes", c.Status, c.Op, c.Len)
+		return c, fmt.Errorf("receive completed %v (%v) with %d bytes, want %d", c.Status, c.Op, c.Len, n)
 	}
 	if imm != nil && (!c.HasImmediate || c.Immediate != *imm) {
-		return fmt.Errorf("receive without the immediate data %#x: %+v", *imm, c)
+		return c, fmt.Errorf("receive without the immediate data %#x: %+v", *imm, c)
 	}
-	return nil
+	return c, nil
 }
 
 // run times op and then verifies the transfer.
@@ -208,55 +213,10 @@ func demoImmediate(ctx context.Context, from, to *demoSide) (time.Duration, erro
 		if err := from.qp.SendImmediate(ctx, imm, true); err != nil {
 			return err
 		}
-		return expectRecv(ctx, to, 0, &imm)
-	})
-}
-
-// alignedBuf returns n bytes at an 8-byte aligned address, as remote
-// atomics require.
-func alignedBuf(n int) []byte {
-	w := make([]uint64, (n+7)/8)
-	return unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), n)
-}
-
-// demoAtomics runs FetchAdds (plain and masked) and CompareSwaps against a
-// counter the responder exposes, checking every returned original value and
-// the final memory. It returns the number of atomics done.
-func demoAtomics(ctx context.Context, from, to *demoSide) (time.Duration, int, error) {
-	mr, err := to.pd.RegisterMemory(alignedBuf(16), iwarp.AccessRemoteAtomic)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer mr.Deregister(ctx)
-	word0, _ := mr.RemoteSlice(0, 8)
-	word1, _ := mr.RemoteSlice(8, 8)
-	start := time.Now()
-	const adds = 100
-	for i := 0; i < adds; i++ {
-		if orig, err := from.qp.FetchAdd(ctx, word0, 3); err != nil || orig != uint64(3*i) {
-			return time.Since(start), i, fmt.Errorf("FetchAdd %d returned %d (%v)", i, orig, err)
+		c, err := nextRecv(ctx, to, 0, &imm)
+		if err == nil && !c.Solicited {
+			err = fmt.Errorf("the receive completion does not report the solicited event")
 		}
-	}
-	// Masked FetchAdd: two 32-bit fields, the carry out of the low one is
-	// dropped (Add Mask marks bit 31 and bit 63).
-	if _, err := mr.AtomicCompareAndSwap(8, 0, 0x00000001ffffffff); err != nil {
-		return time.Since(start), adds, err
-	}
-	if _, err := from.qp.FetchAddMasked(ctx, word1, 0x0000000100000001, 0x8000000080000000); err != nil {
-		return time.Since(start), adds, err
-	}
-	if v, _ := mr.AtomicLoad(8); v != 0x0000000200000000 {
-		return time.Since(start), adds + 1, fmt.Errorf("masked FetchAdd left %#x", v)
-	}
-	// CompareSwap: one that matches, one that does not.
-	if orig, err := from.qp.CompareSwap(ctx, word0, 3*adds, 7); err != nil || orig != 3*adds {
-		return time.Since(start), adds + 2, fmt.Errorf("CompareSwap returned %d (%v)", orig, err)
-	}
-	if orig, err := from.qp.CompareSwap(ctx, word0, 0, 9); err != nil || orig != 7 {
-		return time.Since(start), adds + 3, fmt.Errorf("failing CompareSwap returned %d (%v)", orig, err)
-	}
-	if v, _ := mr.AtomicLoad(0); v != 7 {
-		return time.Since(start), adds + 3, fmt.Errorf("counter holds %d after the CompareSwaps", v)
-	}
-	return time.Since(start), adds + 3, nil
+		return err
+	})
 }

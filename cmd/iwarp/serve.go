@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"sync"
@@ -135,22 +135,19 @@ func (s *server) canariesIntact() bool {
 // region in the Reply's private data (iwarp.RemoteBuffer encoding), keeps
 // receives posted, and waits until the connection ends.
 func (s *server) serveOne(ctx context.Context, req *iwarp.ConnRequest) {
-	cq, err := s.dev.NewCQ(64, nil)
+	qp, cq, rb, err := s.connResources()
 	if err != nil {
-		return
-	}
-	qp, err := s.pd.NewQP(&iwarp.QPConfig{SendCQ: cq, RecvCQ: cq, SendQueueDepth: 16, RecvQueueDepth: 16, IRD: 16, ORD: 16})
-	if err != nil {
+		s.report("%s: not served: %v", req.RemoteAddr(), err)
+		_ = req.Reject(nil)
 		return
 	}
 	defer qp.Close()
-	rb, _ := s.pd.RegisterMemory(make([]byte, 16*4096), iwarp.AccessLocalWrite)
 	defer rb.Deregister(ctx)
 	for i := 0; i < 16; i++ {
 		_ = qp.PostRecv(iwarp.RecvWR{ID: uint64(i), SGL: []iwarp.SGE{rb.SGE(i*4096, 4096)}})
 	}
 	if err := req.Accept(ctx, qp, &iwarp.ConnOptions{PrivateData: s.advert}); err != nil {
-		s.report("accept failed: %v", err)
+		s.report("%s: accept failed: %v", req.RemoteAddr(), err)
 		return
 	}
 	peer := qp.Attributes().PeerAddr
@@ -175,6 +172,25 @@ func (s *server) serveOne(ctx context.Context, req *iwarp.ConnRequest) {
 	s.report("%s: %v; %d FPDUs in, %d out, %d Terminates; %s", peer, qp.Err(), st.FPDUsReceived, st.FPDUsSent, len(st.Terminates), verdict)
 }
 
+// connResources creates one connection's QP, its CQ and its receive
+// buffers.
+func (s *server) connResources() (*iwarp.QP, *iwarp.CQ, *iwarp.MR, error) {
+	cq, err := s.dev.NewCQ(64, nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	qp, err := s.pd.NewQP(&iwarp.QPConfig{SendCQ: cq, RecvCQ: cq, SendQueueDepth: 16, RecvQueueDepth: 16, IRD: 16, ORD: 16})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	rb, err := s.pd.RegisterMemory(make([]byte, 16*4096), iwarp.AccessLocalWrite)
+	if err != nil {
+		qp.Close()
+		return nil, nil, nil, err
+	}
+	return qp, cq, rb, nil
+}
+
 func (s *server) report(format string, args ...any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -182,31 +198,54 @@ func (s *server) report(format string, args ...any) {
 	fmt.Fprintf(s.out, "serve: "+format+"\n", args...)
 }
 
+const serveAbout = `Registers one region (remote read, write and atomic access) between two
+canary zones, accepts iWARP connections, advertises the region in each MPA
+Reply's private data (the 16-byte RemoteBuffer encoding: TO, STag, length,
+big-endian; then the regions iwarp conform misuses), keeps receives posted,
+and after every connection prints how it ended, its counters and whether
+the canaries are intact. Serves until interrupted, or -n connections. Exits
+1 if a canary was overwritten or it cannot listen.`
+
+// serveMaxSize bounds -size.
+const serveMaxSize = 1 << 30
+
 func runServe(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	addr := fs.String("a", "127.0.0.1:7174", "listen address")
-	size := fs.Int("size", 1<<20, "bytes of the served region")
-	guard := fs.Int("guard", 4096, "canary bytes on each side of the region")
-	count := fs.Int("n", 0, "connections to serve before exiting (0: until interrupted)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	f := newFlags("serve", "[options]", serveAbout, stdout, stderr)
+	addr := f.String("a", defaultHost, "listen `HOST[:PORT]`")
+	port := f.Int("p", 7174, "listen `PORT` (0: any free port)")
+	size := f.Int("size", 1<<20, fmt.Sprintf("`bytes` of the served region (1 to %d)", serveMaxSize))
+	guard := f.Int("guard", 4096, "canary `bytes` on each side of each region (0 to 1048576)")
+	count := f.Int("n", 0, "`connections` to serve before exiting (0: until interrupted)")
+	expvarAddr := f.String("expvar", "", "serve the Device's counters as expvar JSON on this `HOST:PORT` (/debug/vars)")
+	if code, ok := f.parse(args); !ok {
+		return code
+	}
+	listen, ok := addrFromFlags(f, *addr, *port)
+	if !ok || !noArgs(f) || !f.checkInt("size", int64(*size), 1, serveMaxSize) ||
+		!f.checkInt("guard", int64(*guard), 0, 1<<20) || !f.checkInt("n", int64(*count), 0, math.MaxInt32) ||
+		!checkExpvarAddr(f, *expvarAddr) {
+		return exitUsage
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	s, err := newServer(*size, *guard, stdout)
 	if err != nil {
-		fmt.Fprintf(stderr, "iwarp serve: %v\n", err)
-		return 1
+		return f.fail("%v", err)
 	}
-	ln, err := iwarp.Listen("tcp", *addr, nil)
+	ln, err := iwarp.Listen("tcp", listen, nil)
 	if err != nil {
-		fmt.Fprintf(stderr, "iwarp serve: %v\n", err)
-		return 1
+		return f.fail("%v", err)
 	}
 	defer ln.Close()
 	r := s.mr.Remote()
 	fmt.Fprintf(stdout, "serve: listening on %s; region STag %#x TO %#x length %d (advertised in the MPA Reply's private data, first of %d entries for iwarp conform)\n", ln.Addr(), r.STag, r.TO, r.Len, len(s.advert)/iwarp.RemoteBufferLen)
+	if *expvarAddr != "" {
+		at, err := serveExpvarAt(*expvarAddr, s.dev)
+		if err != nil {
+			return f.fail("-expvar: %v", err)
+		}
+		fmt.Fprintf(stdout, "serve: the Device's counters as expvar JSON at http://%s/debug/vars\n", at)
+	}
 	var wg sync.WaitGroup
 	for i := 0; *count == 0 || i < *count; i++ {
 		req, err := ln.Accept(ctx)
@@ -221,7 +260,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	wg.Wait()
 	if !s.canariesIntact() {
-		return 1
+		return f.fail("a canary zone was overwritten")
 	}
-	return 0
+	return exitOK
 }

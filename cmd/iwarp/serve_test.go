@@ -13,8 +13,8 @@ import (
 
 // TestServe: a client learns the region from the private data, Writes,
 // Reads back, runs a FetchAdd, then provokes a Terminate with an
-// out-of-bounds Write; the server reports each connection with its canaries
-// intact and stays up for the next.
+// out-of-bounds Write; the server reports each connection (its Terminate
+// once) with its canaries intact and stays up for the next.
 func TestServe(t *testing.T) {
 	s, err := newServer(4096, 64, &bytes.Buffer{})
 	if err != nil {
@@ -41,25 +41,7 @@ func TestServe(t *testing.T) {
 		close(served)
 	}()
 	for round := 0; round < 2; round++ {
-		dev := iwarp.NewDevice(nil)
-		pd, _ := dev.AllocPD()
-		cq, _ := dev.NewCQ(64, nil)
-		qp, _ := pd.NewQP(&iwarp.QPConfig{SendCQ: cq, RecvCQ: cq, SendQueueDepth: 8, RecvQueueDepth: 8})
-		if err := qp.Connect(ctx, "tcp", ln.Addr().String(), nil); err != nil {
-			t.Fatal(err)
-		}
-		var remote iwarp.RemoteBuffer
-		if err := remote.UnmarshalBinary(qp.Attributes().PeerPrivateData[:iwarp.RemoteBufferLen]); err != nil {
-			t.Fatal(err)
-		}
-		src, _ := pd.RegisterMemory([]byte("served!!"), 0)
-		if err := qp.Write(ctx, remote, src.SGE(0, 8)); err != nil {
-			t.Fatal(err)
-		}
-		sink, _ := pd.RegisterMemory(make([]byte, 8), iwarp.AccessLocalWrite)
-		if err := qp.Read(ctx, sink.SGE(0, 8), remote); err != nil || string(sink.Bytes()) != "served!!" {
-			t.Fatalf("read back %q %v", sink.Bytes(), err)
-		}
+		qp, remote, src := dialServeWriteRead(ctx, t, ln.Addr().String(), "served!!")
 		if _, err := qp.FetchAdd(ctx, remote, 1); err != nil {
 			t.Fatal(err)
 		}
@@ -78,4 +60,41 @@ func TestServe(t *testing.T) {
 	if strings.Count(report, "canaries intact") != 2 || strings.Contains(report, "OVERWRITTEN") {
 		t.Fatalf("server report:\n%s", report)
 	}
+	// Each connection's line names its Terminate once.
+	for _, line := range strings.Split(strings.TrimSpace(report), "\n") {
+		if n := strings.Count(line, "DDP/1/0x01"); n != 1 {
+			t.Errorf("the Terminate code appears %d times in %q", n, line)
+		}
+	}
+}
+
+// dialServeWriteRead connects a client to the serve at addr, learns the
+// region from the MPA Reply's private data, Writes data at its start and
+// Reads it back. It returns the client's QP, the region and the source.
+func dialServeWriteRead(ctx context.Context, t *testing.T, addr, data string) (*iwarp.QP, iwarp.RemoteBuffer, *iwarp.MR) {
+	t.Helper()
+	dev := iwarp.NewDevice(nil)
+	pd, _ := dev.AllocPD()
+	cq, _ := dev.NewCQ(64, nil)
+	qp, err := pd.NewQP(&iwarp.QPConfig{SendCQ: cq, RecvCQ: cq, SendQueueDepth: 8, RecvQueueDepth: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { qp.Close() })
+	if err := qp.Connect(ctx, "tcp", addr, nil); err != nil {
+		t.Fatal(err)
+	}
+	var remote iwarp.RemoteBuffer
+	if err := remote.UnmarshalBinary(qp.Attributes().PeerPrivateData[:iwarp.RemoteBufferLen]); err != nil {
+		t.Fatal(err)
+	}
+	src, _ := pd.RegisterMemory([]byte(data), 0)
+	if err := qp.Write(ctx, remote, src.SGE(0, len(data))); err != nil {
+		t.Fatal(err)
+	}
+	sink, _ := pd.RegisterMemory(make([]byte, len(data)), iwarp.AccessLocalWrite)
+	if err := qp.Read(ctx, sink.SGE(0, len(data)), remote); err != nil || string(sink.Bytes()) != data {
+		t.Fatalf("read back %q, %v", sink.Bytes(), err)
+	}
+	return qp, remote, src
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 
 	"github.com/goiwarp/iwarp/internal/mpa"
 	"github.com/goiwarp/iwarp/internal/wire"
@@ -50,6 +51,10 @@ type Result struct {
 	// equals it byte for byte.
 	ExpectedTerminate []byte
 	Exact             bool
+	// DialErr is the error of a dial that failed (Verdict Fail): the case
+	// did not run, and the responder is unreachable, so a run of the
+	// suite stops there.
+	DialErr error
 }
 
 // Prescribed describes the expected outcome in one line.
@@ -71,6 +76,16 @@ func (c *Case) Prescribed() string {
 // Run executes one case against the responder that o.Dial reaches.
 func Run(ctx context.Context, c *Case, o *Options) Result {
 	res := Result{Case: c}
+	dial := o.Dial
+	do := *o
+	do.Dial = func(ctx context.Context) (net.Conn, error) {
+		nc, err := dial(ctx)
+		if err != nil {
+			res.DialErr = err
+		}
+		return nc, err
+	}
+	o = &do
 	if c.Raw != nil {
 		nc, err := o.Dial(ctx)
 		if err != nil {
