@@ -48,7 +48,7 @@ func TestRpingExitCodes(t *testing.T) {
 		{name: "client -C 3 -V", args: []string{"rping", "-c", "-p", port, "-C", "3", "-V", "-v"}, code: exitOK,
 			out: "ping data: rdma-ping-2: CDEF", errOut: "client DISCONNECT EVENT..."},
 	})
-	if r := result(t, done); r.code != exitOK || strings.Count(r.out, "server ping data: rdma-ping-") != 3 {
+	if r := waitCLI(t, done); r.code != exitOK || strings.Count(r.out, "server ping data: rdma-ping-") != 3 {
 		t.Errorf("server: exit %d\n%s%s", r.code, r.out, r.errOut)
 	}
 
@@ -105,7 +105,7 @@ func TestRdmaExitCodes(t *testing.T) {
 	runExitCases(t, []exitCase{
 		{name: "client", args: []string{"rdma-client", "-p", port}, code: exitOK, out: "rdma-client: end 0"},
 	})
-	if r := result(t, done); r.code != exitOK {
+	if r := waitCLI(t, done); r.code != exitOK {
 		t.Errorf("server: exit %d\n%s%s", r.code, r.out, r.errOut)
 	}
 	silent := silentServer(t)

@@ -28,7 +28,7 @@ func TestRdmaExchangeLoopback(t *testing.T) {
 	if code != 0 || !strings.Contains(cout, `received "iwarp-rdma-xchg!"`) || !strings.HasSuffix(cout, "rdma-client: end 0\n") {
 		t.Fatalf("client exit %d:\n%s%s", code, cout, cerr)
 	}
-	r := result(t, done)
+	r := waitCLI(t, done)
 	if r.code != 0 || !strings.Contains(r.out, `received "iwarp-rdma-xchg!" (iwarp's pattern) from 127.0.0.1:`) ||
 		!strings.HasPrefix(r.out, "rdma-server: start\n") || !strings.HasSuffix(r.out, "rdma-server: end 0\n") {
 		t.Fatalf("server exit %d:\n%s%s", r.code, r.out, r.errOut)

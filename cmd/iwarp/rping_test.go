@@ -67,8 +67,8 @@ func startCLI(t *testing.T, ready string, args ...string) (out *watchedOutput, d
 	return out, ch
 }
 
-// result waits for a background command's end.
-func result(t *testing.T, done <-chan cliResult) cliResult {
+// waitCLI waits for a background command's end.
+func waitCLI(t *testing.T, done <-chan cliResult) cliResult {
 	t.Helper()
 	select {
 	case r := <-done:
@@ -109,7 +109,7 @@ func TestRpingLoopback(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("client exited %d: %s", code, cerr)
 			}
-			s := result(t, done)
+			s := waitCLI(t, done)
 			if s.code != 0 {
 				t.Fatalf("server exited %d: %s", s.code, s.errOut)
 			}
@@ -131,7 +131,7 @@ func TestRpingLoopback(t *testing.T) {
 func TestRpingDefaultSize(t *testing.T) {
 	port, done := startRpingServer(t)
 	code, cout, cerr := runCLI(t, "rping", "-c", "-v", "-C", "1", "-p", port)
-	if r := result(t, done); code != 0 || r.code != 0 {
+	if r := waitCLI(t, done); code != 0 || r.code != 0 {
 		t.Fatalf("client %d %s, server %d %s", code, cerr, r.code, r.errOut)
 	}
 	if want := "ping data: rdma-ping-0: ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqr\n"; cout != want {
@@ -143,7 +143,7 @@ func TestRpingDefaultSize(t *testing.T) {
 func TestRpingDebug(t *testing.T) {
 	port, done := startRpingServer(t)
 	code, cout, cerr := runCLI(t, "rping", "-c", "-d", "-C", "1", "-p", port)
-	r := result(t, done)
+	r := waitCLI(t, done)
 	if code != 0 || r.code != 0 {
 		t.Fatalf("client %d %s, server %d %s", code, cerr, r.code, r.errOut)
 	}
