@@ -22,7 +22,7 @@ func init() {
 	})
 }
 
-const conformAbout = `Runs the hostile-peer suite (internal/conform, docs/security.md) against an
+const conformAbout = `Runs the hostile-peer suite (docs/security.md) against an
 iWARP responder: each case on its own connection, a malformed or abusive
 input with the outcome the specifications prescribe. Per case it prints the
 verdict (PASS, FAIL, SKIP with the reason), what is prescribed and what the
