@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs the hostile-peer suite (`iwarp conform`) against Linux siw: siw's
-# `rping -s -P` (persistent server) in the VM of ../shared/interop answers
-# every case's connection; the report says, per case, what the spec
-# prescribes and what siw did. The guest's kernel log is kept beside it.
+# `rping -s -P` (persistent server) in the project's siw VM
+# (interop/siw-vm.sh; SIW_VM names another) answers every case's
+# connection; the report says, per case, what the spec prescribes and what
+# siw did. The guest's kernel log is kept beside it.
 #
 #   bash interop/siw-conform.sh          # from the repository root, as root
 #
@@ -12,7 +13,7 @@
 # reported as skipped; a kernel BUG or oops in the guest is reported.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-VM=${SIW_VM:-../shared/interop/siw-vm.sh}
+VM=${SIW_VM:-interop/siw-vm.sh}
 OUT=${OUT:-/tmp/siw-conform}
 mkdir -p "$OUT"
 if [ ! -x "$VM" ] || [ "$(id -u)" != 0 ]; then

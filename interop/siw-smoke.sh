@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The minimal siw smoke check: our `iwarp rping` client against Linux siw's
 # `rping -s`, and siw's `rping -c -V` against our `iwarp rping -s`, data
-# verified on both sides, in the VM of ../shared/interop (siw-vm.sh).
+# verified on both sides, in the project's siw VM (interop/siw-vm.sh; SIW_VM
+# names another; the first run builds it, see docs/interop.md).
 #
 #   bash interop/siw-smoke.sh            # from the repository root, as root
 #
@@ -10,7 +11,7 @@
 # Prints one summary line: SIW-SMOKE: n passed, m failed, k skipped (reason).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-VM=${SIW_VM:-../shared/interop/siw-vm.sh}
+VM=${SIW_VM:-interop/siw-vm.sh}
 OUT=${OUT:-/tmp/siw-smoke}
 COUNT=${COUNT:-5}
 mkdir -p "$OUT"
