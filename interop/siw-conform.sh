@@ -24,7 +24,7 @@ if ! "$VM" build >"$OUT/build.log" 2>&1; then
 fi
 go build -o "$OUT/iwarp" ./cmd/iwarp || exit 1
 DUR=${DUR:-900} # upper bound; the guest stops as soon as the suite is done
-SHARE=${W:-$HOME/.cache/siw-vm}/share
+SHARE=${W:-${HOME:-/root}/.cache/siw-vm}/share # as interop/siw-vm.sh
 rm -f "$SHARE/conform.done"
 # siw's rping server is restarted whenever a hostile case makes it exit.
 TIMEOUT=$((DUR + 120)) "$VM" run "(while :; do rping -s -P -a 10.0.2.15 -p 7000; echo RPING_RESTART; sleep 0.2; done) & for i in \$(seq 1 $DUR); do [ -e /mnt/host/conform.done ] && break; sleep 1; done; echo; echo DMESG; dmesg | grep -a -i -E 'siw|iw_cm|BUG|Oops|RIP' | tail -150" >"$OUT/guest.log" 2>&1 &

@@ -22,7 +22,8 @@
 #                hardware KVM module, else QEMU's emulation (TCG)
 #   KEEP=1       boot the disk image writable (default: snapshot mode,
 #                a run never changes the image)
-#   MIRROR       the Debian mirror (default: the host's apt mirror)
+#   MIRROR       the Debian mirror (default: the host's apt mirror), and
+#   SECURITY_MIRROR  its security archive (default: MIRROR's debian-security)
 #
 # The guest: Debian bookworm (debootstrap, minbase) with its stock kernel,
 # rdma-core, ibverbs-providers, ibverbs-utils, rdmacm-utils (rping,
@@ -86,6 +87,7 @@ debian_mirror() {
 }
 MIRROR=${MIRROR:-$(debian_mirror)}
 MIRROR=${MIRROR%/}
+SECURITY_MIRROR=${SECURITY_MIRROR:-${MIRROR%/debian}/debian-security}
 
 # --- chroots ---------------------------------------------------------------
 
@@ -101,6 +103,9 @@ with_mounts() {
   "$@"
   unmount_all "$dir"
 }
+# unmount_all DIR undoes with_mounts (also after a failure), before
+# anything deletes or copies the tree: a bind-mounted /dev must never be
+# emptied with it.
 unmount_all() {
   local m
   for m in dev/pts dev sys proc; do
@@ -123,12 +128,13 @@ mark_step() { mkdir -p "$ROOT/.siw-vm" && touch "$ROOT/.siw-vm/$1"; }
 
 step_base() {
   say "debootstrap $RELEASE (minbase) from $MIRROR"
-  rm -rf "$ROOT"
+  unmount_all "$ROOT"
+  rm -rf --one-file-system "$ROOT"
   debootstrap --variant=minbase "$RELEASE" "$ROOT" "$MIRROR"
   cat >"$ROOT/etc/apt/sources.list" <<EOF
 deb $MIRROR $RELEASE main
 deb $MIRROR $RELEASE-updates main
-deb ${MIRROR%/debian}/debian-security $RELEASE-security main
+deb $SECURITY_MIRROR $RELEASE-security main
 EOF
   # no service may start inside the chroot
   printf '#!/bin/sh\nexit 101\n' >"$ROOT/usr/sbin/policy-rc.d"
@@ -164,12 +170,13 @@ siw_knob() {
 }
 
 # build_siw KVER: in the build tree, fetches linux-source-6.1 of the
-# guest kernel's package version, compiles siw.ko per variant and prints
-# nothing; the modules are left in $BROOT/siw/VARIANT/siw.ko.
+# guest kernel's package version and compiles siw.ko once per variant,
+# into $BROOT/siw/VARIANT/siw.ko.
 build_siw() {
   local kver=$1 pkgver src v d knob
   pkgver=$(in_tree "$BROOT" dpkg-query -W -f '${Version}' "linux-image-$kver")
   say "compiling siw.ko for $kver from linux-source-6.1 $pkgver"
+  in_tree "$BROOT" apt-get update # (the guest's lists are gone after a first build)
   in_tree "$BROOT" apt-get install -y --no-install-recommends make "linux-headers-$kver"
   src=$BROOT/siw/src
   mkdir -p "$src"
@@ -196,8 +203,9 @@ build_siw() {
 step_siw() {
   local kver v dest
   kver=$(guest_kernel)
-  rm -rf "$BROOT"
-  cp -a "$ROOT" "$BROOT"
+  unmount_all "$BROOT"
+  rm -rf --one-file-system "$BROOT"
+  cp -a --one-file-system "$ROOT" "$BROOT"
   mkdir -p "$BROOT/siw"
   with_mounts "$BROOT" build_siw "$kver"
   # default: where modprobe finds it; the others beside it, loaded by name
@@ -207,7 +215,8 @@ step_siw() {
     if [ "$v" = default ]; then cp "$BROOT/siw/$v/siw.ko" "$dest/siw.ko"
     else cp "$BROOT/siw/$v/siw.ko" "$dest/siw-$v.ko.variant"; fi
   done
-  rm -rf "$BROOT"
+  unmount_all "$BROOT"
+  rm -rf --one-file-system "$BROOT"
   in_tree "$ROOT" depmod -a "$kver"
   mark_step siw
 }
@@ -355,7 +364,7 @@ case ${1:-} in
   clean)
     unmount_all "$ROOT"
     unmount_all "$BROOT"
-    rm -rf "$ROOT" "$BROOT" "$DISK" "$W/disk.made" "$W/boot" "$W/last-run.log"
+    rm -rf --one-file-system "$ROOT" "$BROOT" "$DISK" "$W/disk.made" "$W/boot" "$W/last-run.log"
     ;;
   *)
     awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
