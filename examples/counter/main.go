@@ -47,7 +47,6 @@ import (
 	"unsafe"
 
 	"github.com/goiwarp/iwarp"
-	"github.com/goiwarp/iwarp/examples/internal/cmdline"
 )
 
 // Offsets of the three words of the shared region.
@@ -58,8 +57,6 @@ const (
 	regionLen  = 24
 )
 
-func main() { cmdline.Main("counter", run) }
-
 // run parses the command line and runs the server, one client or the demo.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("counter", flag.ContinueOnError)
@@ -68,14 +65,14 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	connect := fs.String("connect", "", "run one client against the server at this address")
 	n := fs.Int("n", 1000, "FetchAdds and lock rounds per client")
 	clients := fs.Int("clients", 3, "client processes of the demo (1 to 64)")
-	if err := cmdline.Parse(fs, args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *n < 0 || *n > 1e8 {
-		return cmdline.BadValue(fs, "n", *n, "must be between 0 and 100000000")
+		return badValue(fs, "n", *n, "must be between 0 and 100000000")
 	}
 	if *clients < 1 || *clients > 64 {
-		return cmdline.BadValue(fs, "clients", *clients, "must be between 1 and 64")
+		return badValue(fs, "clients", *clients, "must be between 1 and 64")
 	}
 	switch {
 	case *serve:

@@ -1,14 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/goiwarp/iwarp/examples/internal/cmdline"
 )
 
 // clientEnv, when set, makes the test binary act as the example's binary:
@@ -79,8 +80,12 @@ func TestCounterServeAndConnect(t *testing.T) {
 }
 
 // TestFlags: -h prints the usage to standard output and exits 0; a wrong
-// flag or value exits 2 naming it, before anything runs.
+// flag or value exits 2 naming it, before anything runs; a failed run
+// exits 1.
 func TestFlags(t *testing.T) {
+	if code := exitStatus(errors.New("it broke"), io.Discard, io.Discard); code != 1 {
+		t.Errorf("a failed run: exit %d, want 1", code)
+	}
 	for _, c := range []struct {
 		args []string
 		code int
@@ -92,7 +97,9 @@ func TestFlags(t *testing.T) {
 		{[]string{"-clients", "0"}, 2, "-clients 0: must be between 1 and 64"},
 		{[]string{"extra"}, 2, `unexpected argument "extra"`},
 	} {
-		code, out, errOut := cmdline.RunArgs("counter", run, c.args...)
+		var outb, errb bytes.Buffer
+		code := exitStatus(run(context.Background(), c.args, &outb), &outb, &errb)
+		out, errOut := outb.String(), errb.String()
 		if got := map[bool]string{true: out, false: errOut}[code == 0]; code != c.code || !strings.Contains(got, c.want) {
 			t.Errorf("%v: exit %d, want %d; stdout %q, stderr %q", c.args, code, c.code, out, errOut)
 		}

@@ -36,7 +36,6 @@ import (
 	"time"
 
 	"github.com/goiwarp/iwarp"
-	"github.com/goiwarp/iwarp/examples/internal/cmdline"
 )
 
 // Layout of a hash table entry: key length, value length, key, value.
@@ -51,21 +50,19 @@ const (
 
 const greeting = "hello from the server"
 
-func main() { cmdline.Main("onesided", run) }
-
 // run parses the command line and runs both ends over loopback.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("onesided", flag.ContinueOnError)
 	keys := fs.Int("keys", 40, "keys stored in the server's table")
 	buckets := fs.Int("buckets", 64, "buckets of the table (more than -keys, at most 65536)")
-	if err := cmdline.Parse(fs, args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *keys < 0 {
-		return cmdline.BadValue(fs, "keys", *keys, "must not be negative")
+		return badValue(fs, "keys", *keys, "must not be negative")
 	}
 	if *buckets <= *keys || *buckets > 1<<16 {
-		return cmdline.BadValue(fs, "buckets", *buckets, "must be more than -keys (%d) and at most 65536", *keys)
+		return badValue(fs, "buckets", *buckets, "must be more than -keys (%d) and at most 65536", *keys)
 	}
 	return loopback(ctx, *keys, *buckets, stdout)
 }

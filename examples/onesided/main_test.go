@@ -1,12 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/goiwarp/iwarp/examples/internal/cmdline"
 )
 
 // TestOneSided runs the example: the greeting, Write and Read back, every
@@ -76,8 +77,12 @@ func TestBuildTable(t *testing.T) {
 }
 
 // TestFlags: -h prints the usage to standard output and exits 0; a wrong
-// flag or value exits 2 naming it, before anything runs.
+// flag or value exits 2 naming it, before anything runs; a failed run
+// exits 1.
 func TestFlags(t *testing.T) {
+	if code := exitStatus(errors.New("it broke"), io.Discard, io.Discard); code != 1 {
+		t.Errorf("a failed run: exit %d, want 1", code)
+	}
 	for _, c := range []struct {
 		args []string
 		code int
@@ -88,7 +93,9 @@ func TestFlags(t *testing.T) {
 		{[]string{"-keys", "-1"}, 2, "-keys -1: must not be negative"},
 		{[]string{"-keys", "8", "-buckets", "8"}, 2, "-buckets 8: must be more than -keys (8)"},
 	} {
-		code, out, errOut := cmdline.RunArgs("onesided", run, c.args...)
+		var outb, errb bytes.Buffer
+		code := exitStatus(run(context.Background(), c.args, &outb), &outb, &errb)
+		out, errOut := outb.String(), errb.String()
 		if got := map[bool]string{true: out, false: errOut}[code == 0]; code != c.code || !strings.Contains(got, c.want) {
 			t.Errorf("%v: exit %d, want %d; stdout %q, stderr %q", c.args, code, c.code, out, errOut)
 		}

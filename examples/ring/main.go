@@ -35,10 +35,7 @@ import (
 	"time"
 
 	"github.com/goiwarp/iwarp"
-	"github.com/goiwarp/iwarp/examples/internal/cmdline"
 )
-
-func main() { cmdline.Main("ring", run) }
 
 // config is the shape of the ring and the length of the run.
 type config struct {
@@ -85,14 +82,14 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.IntVar(&cfg.slots, "slots", 16, "slots of the ring (K)")
 	fs.IntVar(&cfg.slotSize, "size", 256, "bytes per slot (S), at least 8")
 	fs.IntVar(&cfg.batch, "batch", 0, "credits per acknowledgement (default K/4)")
-	if err := cmdline.Parse(fs, args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if cfg.batch == 0 {
 		cfg.batch = max(cfg.slots/4, 1)
 	}
 	if err := cfg.check(); err != nil {
-		return cmdline.BadValue(fs, err.flag, err.value, "%s", err.what)
+		return badValue(fs, err.flag, err.value, "%s", err.what)
 	}
 	st, err := loopback(ctx, cfg)
 	if err != nil {

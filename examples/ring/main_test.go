@@ -1,12 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/goiwarp/iwarp/examples/internal/cmdline"
 )
 
 // TestRing sends messages of every length through small rings, including
@@ -72,8 +73,12 @@ func TestCheckMessage(t *testing.T) {
 }
 
 // TestFlags: -h prints the usage to standard output and exits 0; a wrong
-// flag or value exits 2 naming it, before anything runs.
+// flag or value exits 2 naming it, before anything runs; a failed run
+// exits 1.
 func TestFlags(t *testing.T) {
+	if code := exitStatus(errors.New("it broke"), io.Discard, io.Discard); code != 1 {
+		t.Errorf("a failed run: exit %d, want 1", code)
+	}
 	for _, c := range []struct {
 		args []string
 		code int
@@ -85,7 +90,9 @@ func TestFlags(t *testing.T) {
 		{[]string{"-slots", "4", "-batch", "5"}, 2, "-batch 5: must be between 1 and -slots (4)"},
 		{[]string{"-n", "-1"}, 2, "-n -1: must not be negative"},
 	} {
-		code, out, errOut := cmdline.RunArgs("ring", run, c.args...)
+		var outb, errb bytes.Buffer
+		code := exitStatus(run(context.Background(), c.args, &outb), &outb, &errb)
+		out, errOut := outb.String(), errb.String()
 		if got := map[bool]string{true: out, false: errOut}[code == 0]; code != c.code || !strings.Contains(got, c.want) {
 			t.Errorf("%v: exit %d, want %d; stdout %q, stderr %q", c.args, code, c.code, out, errOut)
 		}
