@@ -636,42 +636,44 @@ func markerCapture(t *testing.T) string {
 func oneFPDUPerSegment(t *testing.T, file string) string {
 	t.Helper()
 	a, err := capture.ReadFile(file, capture.Limits{})
-	if err != nil || len(a.Conns()) != 1 {
+	if err != nil || len(a.Conns()) == 0 {
 		t.Fatalf("%v, %d connections", err, len(a.Conns()))
-	}
-	dc := decode.DecodeConn(a.Conns()[0], decode.Options{})
-	if dc.Initiator < 0 {
-		t.Fatal("no MPA startup in the capture")
 	}
 	var buf bytes.Buffer
 	w, err := capture.NewPcapWriter(&buf, capture.LinkEthernet)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fl := &capture.Flow{W: w, MSS: 65495, Time: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
-		Client: netip.MustParseAddrPort("192.0.2.1:40002"), Server: netip.MustParseAddrPort("192.0.2.2:7001")}
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	must(fl.Open())
-	for _, it := range dc.Items {
-		if it.Kind != decode.KindMPA && it.Kind != decode.KindFPDU {
-			continue
+	for i, c := range a.Conns() {
+		dc := decode.DecodeConn(c, decode.Options{})
+		if dc.Initiator < 0 {
+			t.Fatalf("connection %d: no MPA startup in the capture", i+1)
 		}
-		runs := dc.C.Dir[it.Dir].Runs()
-		if len(runs) != 1 || runs[0].Off != 0 || it.Off+it.Size > uint64(len(runs[0].Data)) {
-			t.Fatalf("direction %d is not one whole run", it.Dir)
+		fl := &capture.Flow{W: w, MSS: 65495, Time: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+			Client: netip.AddrPortFrom(netip.MustParseAddr("192.0.2.1"), uint16(40002+i)), Server: netip.MustParseAddrPort("192.0.2.2:7001")}
+		must(fl.Open())
+		for _, it := range dc.Items {
+			if it.Kind != decode.KindMPA && it.Kind != decode.KindFPDU {
+				continue
+			}
+			runs := dc.C.Dir[it.Dir].Runs()
+			if len(runs) != 1 || runs[0].Off != 0 || it.Off+it.Size > uint64(len(runs[0].Data)) {
+				t.Fatalf("connection %d: direction %d is not one whole run", i+1, it.Dir)
+			}
+			side := 1
+			if it.Dir == dc.Initiator {
+				side = 0
+			}
+			must(fl.Send(side, runs[0].Data[it.Off:it.Off+it.Size]))
 		}
-		side := 1
-		if it.Dir == dc.Initiator {
-			side = 0
-		}
-		must(fl.Send(side, runs[0].Data[it.Off:it.Off+it.Size]))
+		must(fl.Close())
 	}
-	must(fl.Close())
 	out := filepath.Join(t.TempDir(), "one-fpdu-per-segment.pcap")
 	must(os.WriteFile(out, buf.Bytes(), 0o644))
 	return out

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/goiwarp/iwarp"
@@ -25,6 +26,9 @@ Invalidate and RDMA Read with Invalidate; a solicited event waking a CQ
 armed for solicited completions; Sends into a shared receive queue of two
 connections; FetchAdd and CompareSwap, plain and with RFC 7306's masks;
 Immediate Data, Write with Immediate, Send with Immediate and RDMA Read V2.
+With -markers both ends ask for MPA markers (RFC 5044 §4.3); with -pcap the
+initiator's connections are recorded to a pcap file (no privileges needed)
+for Wireshark, tshark or "iwarp decode".
 Exits 0 when every operation was verified, 1 if any failed.`
 
 // demoMaxSize bounds -max: the sweep's largest size is allocated twice (a
@@ -35,7 +39,9 @@ const demoMaxSize = 1 << 30
 type demoConfig struct {
 	addr    string // the responder's listen address
 	crc     bool
-	maxSize int // the largest message of the size sweep
+	markers bool      // ask for MPA markers in both directions
+	pcap    io.Writer // if set, the initiator's connections are recorded here
+	maxSize int       // the largest message of the size sweep
 	// extra steps run after the plan (tests use them).
 	extra []demoStep
 }
@@ -45,6 +51,8 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	addr := f.String("a", defaultHost, "responder's listen `HOST[:PORT]` (the initiator dials it)")
 	port := f.Int("p", 0, "responder's `PORT` (0: any free port)")
 	noCRC := f.Bool("nocrc", false, "do not ask for MPA CRCs")
+	markers := f.Bool("markers", false, "ask for MPA markers in both directions")
+	pcapFile := f.String("pcap", "", "record the initiator's connections to this pcap `file`")
 	maxSize := f.Int("max", 16<<20, fmt.Sprintf("largest message `size` of the size sweep, in bytes (0 to %d)", demoMaxSize))
 	if code, ok := f.parse(args); !ok {
 		return code
@@ -53,7 +61,16 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	if !ok || !noArgs(f) || !f.checkInt("max", int64(*maxSize), 0, demoMaxSize) {
 		return exitUsage
 	}
-	if err := demo(stdout, demoConfig{addr: listen, crc: !*noCRC, maxSize: *maxSize}); err != nil {
+	cfg := demoConfig{addr: listen, crc: !*noCRC, markers: *markers, maxSize: *maxSize}
+	if *pcapFile != "" {
+		pf, err := os.Create(*pcapFile)
+		if err != nil {
+			return f.fail("%v", err)
+		}
+		defer pf.Close()
+		cfg.pcap = pf
+	}
+	if err := demo(stdout, cfg); err != nil {
 		return f.fail("%v", err)
 	}
 	return exitOK
@@ -65,6 +82,8 @@ type demoEnv struct {
 	dev        *iwarp.Device
 	ln         *iwarp.Listener
 	crc        bool
+	markers    bool
+	capture    *iwarp.Capture // nil: not recording
 	init, resp *demoSide
 	// events is the channel resp.cq notifies when armed.
 	events *iwarp.EventChannel
@@ -100,9 +119,13 @@ func (e *demoEnv) connect(init, resp *demoSide) error {
 			accepted <- err
 			return
 		}
-		accepted <- req.Accept(e.ctx, resp.qp, &iwarp.ConnOptions{NoCRC: !e.crc, PrivateData: []byte("iwarp demo responder")})
+		accepted <- req.Accept(e.ctx, resp.qp, &iwarp.ConnOptions{NoCRC: !e.crc, Markers: e.markers, PrivateData: []byte("iwarp demo responder")})
 	}()
-	if err := init.qp.Connect(e.ctx, "tcp", e.ln.Addr().String(), &iwarp.ConnOptions{NoCRC: !e.crc, PrivateData: []byte("iwarp demo initiator")}); err != nil {
+	opts := &iwarp.ConnOptions{NoCRC: !e.crc, Markers: e.markers, PrivateData: []byte("iwarp demo initiator")}
+	if e.capture != nil {
+		opts.Dialer = e.capture.Dialer(nil)
+	}
+	if err := init.qp.Connect(e.ctx, "tcp", e.ln.Addr().String(), opts); err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
 	if err := <-accepted; err != nil {
@@ -116,7 +139,19 @@ func demo(w io.Writer, cfg demoConfig) error {
 	defer cancel()
 	dev := iwarp.NewDevice(nil)
 	defer dev.Close()
-	e := &demoEnv{ctx: ctx, dev: dev, crc: cfg.crc, events: iwarp.NewEventChannel(1)}
+	e := &demoEnv{ctx: ctx, dev: dev, crc: cfg.crc, markers: cfg.markers, events: iwarp.NewEventChannel(1)}
+	if cfg.pcap != nil {
+		c, err := iwarp.NewCapture(cfg.pcap, nil)
+		if err != nil {
+			return err
+		}
+		e.capture = c
+		defer func() {
+			if err := c.Close(); err != nil {
+				fmt.Fprintf(w, "capture: %v\n", err)
+			}
+		}()
+	}
 	respPD, err := dev.AllocPD()
 	if err != nil {
 		return err
