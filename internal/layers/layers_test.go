@@ -39,6 +39,7 @@ var rank = map[string]int{
 	"internal/testnet":   20,
 	"internal/vectors":   20, // test support: reads internal/vectors/testdata
 	"cmd/iwarp":          30,
+	"interop":            30, // tests of the interop harness's own logic
 }
 
 // rankOf returns a package's rank; the examples rank with the CLI.
