@@ -22,7 +22,7 @@ func init() {
 }
 
 const benchFPDUAbout = `
-Measures the MPA FPDU stream (internal/fpdu) against raw Go TCP carrying
+Measures the MPA FPDU stream (this stack's framing layer) against raw Go TCP carrying
 the same octets, in one run: this process sends, a re-executed child
 receives, over loopback TCP with TCP_NODELAY. Each case runs interleaved
 pairs of trials; the median of the per-pair ratios is compared with the

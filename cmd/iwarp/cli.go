@@ -64,7 +64,7 @@ func newFlags(name, synopsis, about string, stdout, stderr io.Writer) *cmdFlags 
 
 // usage writes the command's usage to w.
 func (f *cmdFlags) usage(w io.Writer) {
-	fmt.Fprintf(w, "usage: iwarp %s %s\n", f.name, f.synopsis)
+	fmt.Fprintln(w, strings.TrimSpace("usage: iwarp "+f.name+" "+f.synopsis))
 	if f.about != "" {
 		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(f.about))
 	}
