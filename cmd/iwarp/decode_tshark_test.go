@@ -435,9 +435,11 @@ func markedFPDU(pos, ulpdu int) (crcAt, end int) {
 // steer picks a payload size from 1 to 1400 for a message whose FPDU
 // carries hdr octets of headers before it and is sent from stream offset
 // *pos, followed by FPDUs with the ULPDU sizes then: none of them may end
-// on a marker position (Wireshark 4.0 then counts the next FPDU's leading
-// marker in this one and loses the stream), and with target the first
-// FPDU's CRC field must follow a marker. It advances *pos past them all.
+// on a marker position (with a marker inside, Wireshark 4.0 counts the next
+// FPDU's leading marker in this one, and oneFPDUPerSegment would move it to
+// a connection of its own, out of the field-by-field comparison), and with
+// target the first FPDU's CRC field must follow a marker. It advances *pos
+// past them all.
 func steer(rng *rand.Rand, pos *int, hdr int, target bool, then ...int) int {
 	first := 1 + rng.IntN(1400)
 	for i := range 1400 {
@@ -626,14 +628,134 @@ func markerCapture(t *testing.T) string {
 	return file
 }
 
-// oneFPDUPerSegment rewrites a capture of one connection with every MPA
-// frame and FPDU in a TCP segment of its own, as our decoder finds them.
-// With markers, Wireshark's MPA dissector needs exactly that: it places
-// markers and checks ULPDU_Length from the segment's sequence number and
-// length, and a live capture cuts FPDUs wherever the stack's writes and
-// reads did. Each FPDU is still checked on its own by tshark (length,
-// marker positions, CRC). It returns the new file.
-func oneFPDUPerSegment(t *testing.T, file string) string {
+// With markers, Wireshark 4.0's MPA dissector (epan/dissectors/
+// packet-iwarp-mpa.c) frames an FPDU from the TCP segment that carries it:
+// it places markers from the segment's sequence number, takes the
+// segment's length as the FPDU's, and reads the CRC from its last 4
+// octets. A live capture cuts FPDUs wherever the stack's writes and reads
+// did, so the tshark comparisons rewrite it (oneFPDUPerSegment;
+// docs/decode.md, "Wireshark 4.0 and markers").
+
+// wsMarkers is how many markers Wireshark 4.0 counts in a segment of size
+// octets that starts off octets after the direction's first FPDU
+// (number_of_markers with get_first_marker_offset): one too many when the
+// segment ends exactly on a marker position and has a marker inside.
+func wsMarkers(off, size uint64) uint64 {
+	first := (fpdu.MarkerInterval - off%fpdu.MarkerInterval) % fpdu.MarkerInterval
+	if first >= size {
+		return 0
+	}
+	return (size-first)/fpdu.MarkerInterval + 1
+}
+
+// markersIn is how many markers there are in those octets (RFC 5044 §4.3:
+// one at every 512th octet of the stream).
+func markersIn(off, size uint64) uint64 {
+	first := (fpdu.MarkerInterval - off%fpdu.MarkerInterval) % fpdu.MarkerInterval
+	if first >= size {
+		return 0
+	}
+	return (size-first-1)/fpdu.MarkerInterval + 1
+}
+
+// segWriter synthesizes TCP connections into a pcap file like
+// capture.Flow, but sends each payload at the stream offset it is given,
+// so that a connection may leave holes in its sequence space.
+type segWriter struct {
+	w      *capture.PcapWriter
+	now    time.Time
+	frames int // frames written so far: the last one's number
+	ipID   uint16
+	buf    []byte
+}
+
+// segConn is one connection of a segWriter; side 0 is the client.
+type segConn struct {
+	sw   *segWriter
+	ends [2]netip.AddrPort
+	isn  [2]uint32
+	next [2]uint32 // stream offset after the highest octet sent, by side
+}
+
+func (sw *segWriter) write(t *testing.T, f capture.TCPFrame) int {
+	t.Helper()
+	sw.ipID++
+	f.IPID = sw.ipID
+	sw.buf = capture.AppendTCPFrame(sw.buf[:0], &f)
+	if err := sw.w.WritePacket(sw.now, sw.buf); err != nil {
+		t.Fatal(err)
+	}
+	sw.now = sw.now.Add(time.Millisecond)
+	sw.frames++
+	return sw.frames
+}
+
+// open writes a three-way handshake (the initial sequence numbers of
+// capture.Flow).
+func (sw *segWriter) open(t *testing.T, client, server netip.AddrPort) *segConn {
+	t.Helper()
+	c := &segConn{sw: sw, ends: [2]netip.AddrPort{client, server}, isn: [2]uint32{0x10000000, 0xF0000000}}
+	sw.write(t, capture.TCPFrame{Src: client, Dst: server, Seq: c.isn[0], Flags: capture.TCPSyn})
+	sw.write(t, capture.TCPFrame{Src: server, Dst: client, Seq: c.isn[1], Ack: c.isn[0] + 1, Flags: capture.TCPSyn | capture.TCPAck})
+	sw.write(t, capture.TCPFrame{Src: client, Dst: server, Seq: c.isn[0] + 1, Ack: c.isn[1] + 1, Flags: capture.TCPAck})
+	return c
+}
+
+// seq returns side's sequence number of stream offset off.
+func (c *segConn) seq(side int, off uint32) uint32 { return c.isn[side] + 1 + off }
+
+// send writes data from side at stream offset off in one segment, which
+// the peer acknowledges; it returns the segment's frame number.
+func (c *segConn) send(t *testing.T, side int, off uint64, data []byte) int {
+	t.Helper()
+	o := uint32(off)
+	frame := c.sw.write(t, capture.TCPFrame{Src: c.ends[side], Dst: c.ends[1-side], Seq: c.seq(side, o),
+		Ack: c.seq(1-side, c.next[1-side]), Flags: capture.TCPAck | capture.TCPPsh, Payload: data})
+	c.next[side] = max(c.next[side], o+uint32(len(data)))
+	c.sw.write(t, capture.TCPFrame{Src: c.ends[1-side], Dst: c.ends[side], Seq: c.seq(1-side, c.next[1-side]),
+		Ack: c.seq(side, c.next[side]), Flags: capture.TCPAck})
+	return frame
+}
+
+// close writes the FIN exchange.
+func (c *segConn) close(t *testing.T) {
+	t.Helper()
+	a, b := c.seq(0, c.next[0]), c.seq(1, c.next[1])
+	c.sw.write(t, capture.TCPFrame{Src: c.ends[0], Dst: c.ends[1], Seq: a, Ack: b, Flags: capture.TCPFin | capture.TCPAck})
+	c.sw.write(t, capture.TCPFrame{Src: c.ends[1], Dst: c.ends[0], Seq: b, Ack: a + 1, Flags: capture.TCPFin | capture.TCPAck})
+	c.sw.write(t, capture.TCPFrame{Src: c.ends[0], Dst: c.ends[1], Seq: a + 1, Ack: b + 1, Flags: capture.TCPAck})
+}
+
+// wsRewrite is a capture rewritten for Wireshark by oneFPDUPerSegment.
+type wsRewrite struct {
+	File string
+	// FPDUs holds the frames that carry one of the capture's FPDUs each;
+	// Anchors the frames that repeat a direction's first FPDU in a
+	// connection of its own (see Moved).
+	FPDUs, Anchors map[int]bool
+	// Moved is how many FPDUs were checked in a connection of their own.
+	Moved int
+}
+
+// oneFPDUPerSegment rewrites a capture for Wireshark 4.0: every MPA frame
+// and FPDU, as our decoder finds them, in a TCP segment of its own at its
+// sequence number, except where Wireshark would miscount the markers of
+// an FPDU (wsMarkers differs from markersIn: the FPDU ends exactly on a
+// marker position and has markers inside). That FPDU is left out, a hole
+// in the sequence space that keeps Wireshark on the FPDUs after it, and
+// is sent again in a connection of its own: the connection's MPA Request
+// and Reply, its direction's first FPDU (which sets where Wireshark counts
+// markers from, get_state_of_first_fpdu), and after a hole the FPDU, at a
+// sequence number that puts Wireshark's marker grid one octet later than
+// the FPDU's markers. Wireshark then counts the right number of markers,
+// reads the CRC from the FPDU's last 4 octets and computes it over all the
+// octets before them (markers included), so its verdict on the CRC is
+// sound; only where it strips the markers before DDP is one octet off. No
+// FPDU octet is changed. An FPDU that also starts on a marker position
+// (its first octet is a marker) cannot be checked at all: Wireshark reads
+// ULPDU_Length after a marker only where its grid has one, and its count
+// is then one too many; the test fails on it.
+func oneFPDUPerSegment(t *testing.T, file string) *wsRewrite {
 	t.Helper()
 	a, err := capture.ReadFile(file, capture.Limits{})
 	if err != nil || len(a.Conns()) == 0 {
@@ -644,20 +766,33 @@ func oneFPDUPerSegment(t *testing.T, file string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
+	sw := &segWriter{w: w, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	rw := &wsRewrite{FPDUs: map[int]bool{}, Anchors: map[int]bool{}}
+	server := netip.MustParseAddrPort("192.0.2.2:7001")
+	port := uint16(40002)
+	newConn := func() *segConn {
+		port++
+		return sw.open(t, netip.AddrPortFrom(netip.MustParseAddr("192.0.2.1"), port-1), server)
 	}
+	type moved struct {
+		side   int
+		mpa    [2][]byte // the Request and the Reply
+		base   uint64    // where the FPDUs of side start
+		anchor []byte    // the first FPDU of side
+		off    uint64    // where the FPDU starts, counted from base
+		data   []byte
+		conn   int
+	}
+	var later []moved
 	for i, c := range a.Conns() {
 		dc := decode.DecodeConn(c, decode.Options{})
 		if dc.Initiator < 0 {
 			t.Fatalf("connection %d: no MPA startup in the capture", i+1)
 		}
-		fl := &capture.Flow{W: w, MSS: 65495, Time: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
-			Client: netip.AddrPortFrom(netip.MustParseAddr("192.0.2.1"), uint16(40002+i)), Server: netip.MustParseAddrPort("192.0.2.2:7001")}
-		must(fl.Open())
+		sc := newConn()
+		var mpaFrames [2][]byte
+		var base [2]uint64
+		var first [2][]byte
 		for _, it := range dc.Items {
 			if it.Kind != decode.KindMPA && it.Kind != decode.KindFPDU {
 				continue
@@ -666,17 +801,53 @@ func oneFPDUPerSegment(t *testing.T, file string) string {
 			if len(runs) != 1 || runs[0].Off != 0 || it.Off+it.Size > uint64(len(runs[0].Data)) {
 				t.Fatalf("connection %d: direction %d is not one whole run", i+1, it.Dir)
 			}
+			data := runs[0].Data[it.Off : it.Off+it.Size]
 			side := 1
 			if it.Dir == dc.Initiator {
 				side = 0
 			}
-			must(fl.Send(side, runs[0].Data[it.Off:it.Off+it.Size]))
+			if it.Kind == decode.KindMPA {
+				mpaFrames[side], base[side] = data, it.Off+it.Size
+				sc.send(t, side, it.Off, data)
+				continue
+			}
+			if first[side] == nil {
+				first[side] = data
+			}
+			if off := it.Off - base[side]; dc.Markers[it.Dir] && wsMarkers(off, it.Size) != markersIn(off, it.Size) {
+				later = append(later, moved{side: side, mpa: mpaFrames, base: base[side], anchor: first[side],
+					off: off, data: data, conn: i + 1})
+				continue
+			}
+			rw.FPDUs[sc.send(t, side, it.Off, data)] = true
 		}
-		must(fl.Close())
+		sc.close(t)
 	}
-	out := filepath.Join(t.TempDir(), "one-fpdu-per-segment.pcap")
-	must(os.WriteFile(out, buf.Bytes(), 0o644))
-	return out
+	for _, m := range later {
+		first := (fpdu.MarkerInterval - m.off%fpdu.MarkerInterval) % fpdu.MarkerInterval
+		if first == 0 {
+			t.Errorf("connection %d: the FPDU at %d (%d octets, starting and ending on a marker position) cannot be framed by Wireshark 4.0",
+				m.conn, m.off, len(m.data))
+			continue
+		}
+		sc := newConn()
+		sc.send(t, 0, 0, m.mpa[0])
+		sc.send(t, 1, 0, m.mpa[1])
+		rw.Anchors[sc.send(t, m.side, m.base, m.anchor)] = true
+		// Wireshark's first marker one octet past the FPDU's.
+		at := uint64(fpdu.MarkerInterval) - (first + 1)
+		for at < uint64(len(m.anchor)) {
+			at += fpdu.MarkerInterval
+		}
+		rw.FPDUs[sc.send(t, m.side, m.base+at, m.data)] = true
+		sc.close(t)
+		rw.Moved++
+	}
+	rw.File = filepath.Join(t.TempDir(), "one-fpdu-per-segment.pcap")
+	if err := os.WriteFile(rw.File, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return rw
 }
 
 // markerCaptureFPDUs decodes a capture of markerCapture with our decoder
@@ -723,7 +894,11 @@ func markerCaptureFPDUs(t *testing.T, file string) (fpdus, beforeCRC [2]int) {
 func TestMarkerCaptureDecodes(t *testing.T) {
 	live := markerCapture(t)
 	fpdus, beforeCRC := markerCaptureFPDUs(t, live)
-	f2, b2 := markerCaptureFPDUs(t, oneFPDUPerSegment(t, live))
+	rw := oneFPDUPerSegment(t, live)
+	if rw.Moved != 0 { // steer keeps every FPDU where Wireshark can frame it
+		t.Fatalf("%d FPDUs moved to connections of their own", rw.Moved)
+	}
+	f2, b2 := markerCaptureFPDUs(t, rw.File)
 	if f2 != fpdus || b2 != beforeCRC {
 		t.Errorf("rewritten with one FPDU per segment: %v FPDUs, %v before the CRC; live %v, %v", f2, b2, fpdus, beforeCRC)
 	}
@@ -737,7 +912,7 @@ func TestMarkerCaptureDecodes(t *testing.T) {
 // the CRC covers) included.
 func TestDecodeMatchesTsharkWithMarkers(t *testing.T) {
 	tshark := needTshark(t)
-	file := oneFPDUPerSegment(t, markerCapture(t))
+	file := oneFPDUPerSegment(t, markerCapture(t)).File
 	fpdus, beforeCRC := markerCaptureFPDUs(t, file)
 	n := compareWithTshark(t, tshark, file)
 	good := 0
