@@ -9,7 +9,7 @@
 #   interop/siw-vm.sh clean        # removes everything build made (keeps $W/share)
 #
 # Settings (environment):
-#   W            work directory, default ~/.cache/siw-vm (about 1.5 GB)
+#   W            work directory, default ~/.cache/siw-vm (about 1.1 GB)
 #   SIW_VARIANT  the siw build the guest loads: default, crc (siw asks for
 #                MPA CRC), p2p (siw requires MPA peer-to-peer mode) or v1
 #                (siw speaks MPA revision 1)
