@@ -34,7 +34,7 @@ for _ in $(seq 1 180); do
   sleep 1
 done
 sleep 5
-"$OUT/iwarp" conform -a 127.0.0.1:17000 -v -wait "${WAIT:-4s}" -startup-wait 15s "$@" >"$OUT/conform.txt" 2>&1
+"$OUT/iwarp" conform -a 127.0.0.1:17000 -v -wait "${WAIT:-4s}" -startup-wait 15s -dial-retry 10s "$@" >"$OUT/conform.txt" 2>&1
 echo "conform exit $?" >>"$OUT/conform.txt"
 touch "$SHARE/conform.done"
 tail -n 2 "$OUT/conform.txt"

@@ -42,7 +42,7 @@ func runConform(args []string, stdout, stderr io.Writer) int {
 	wait := f.Duration("wait", 3*time.Second, "how long to wait for each answer")
 	startupWait := f.Duration("startup-wait", 12*time.Second, "how long to wait for a responder to give up a stalled startup")
 	run := f.String("run", "", "run only the cases whose name matches this `regexp`")
-	retry := f.Duration("dial-retry", 10*time.Second, "keep re-dialling a refused or reset connection this long (a responder restarting between cases)")
+	retry := f.Duration("dial-retry", 0, "keep re-dialling a refused or reset connection this long (a responder that restarts between cases, or a port forwarder whose target is not listening yet); 0: a refused connection ends the run at once")
 	verbose := f.Bool("v", false, "also print each case's specification reference and the Terminate bytes")
 	if code, ok := f.parse(args); !ok {
 		return code

@@ -126,7 +126,7 @@ func TestConformExitCodes(t *testing.T) {
 	const dead = "127.0.0.1:1" // tcpmux: nothing listens there
 	runExitCases(t, []exitCase{
 		{name: "success", args: []string{"conform", "-run", "Tagged/Write-past-end"}, code: exitOK, out: "CONFORM: 1 passed, 0 failed, 0 skipped"},
-		{name: "unreachable", args: []string{"conform", "-a", dead, "-dial-retry", "0"}, code: exitFail, errOut: "iwarp conform: cannot connect to the responder at " + dead},
+		{name: "unreachable", args: []string{"conform", "-a", dead}, code: exitFail, errOut: "iwarp conform: cannot connect to the responder at " + dead},
 		{name: "nothing selected", args: []string{"conform", "-run", "nomatch"}, code: exitUsage, errOut: fmt.Sprintf("iwarp conform: -run nomatch: matches none of the %d cases", len(conform.All()))},
 		{name: "-h", args: []string{"conform", "-h"}, code: exitOK, out: "-a HOST[:PORT]"},
 		{name: "unknown flag", args: []string{"conform", "-x"}, code: exitUsage, errOut: "flag provided but not defined: -x"},
