@@ -6,7 +6,7 @@ import "github.com/goiwarp/iwarp/internal/wire"
 // values, so callers may filter or change them.
 func All() []*Case {
 	var all []*Case
-	for _, group := range [][]*Case{startupCases(), framingCases(), ddpCases(), taggedCases(), readCases(), rdmapCases(), atomicCases(), v2Cases()} {
+	for _, group := range [][]*Case{startupCases(), framingCases(), ddpCases(), taggedCases(), readCases(), rdmapCases(), atomicCases(), v2Cases(), segmentCases()} {
 		all = append(all, group...)
 	}
 	return all

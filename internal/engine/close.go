@@ -91,13 +91,13 @@ func (qp *QP) Close() error {
 		qp.closeConn()
 		<-qp.done
 	} else {
-		select {
-		case <-qp.done:
-		default:
+		// Never started: the first Close flushes, concurrent ones wait
+		// for it.
+		qp.idleClose.Do(func() {
 			qp.takeTxRole()
 			qp.flushAll()
 			close(qp.done)
-		}
+		})
 	}
 	qp.releaseOnce.Do(func() {
 		qp.cfg.SendCQ.unreserve(len(qp.sq))

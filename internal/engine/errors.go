@@ -107,6 +107,15 @@ var (
 	// RFC 5041's).
 	ErrReadV2TooLong = &wire.ProtocolError{What: "Read V2 Response longer than requested", Code: wire.TermDDPTooLong}
 	ErrReadV2Short   = &wire.ProtocolError{What: "Read V2 Response shorter than requested", Code: wire.TermDDPInvalidMO}
+	// A single-segment message (segment.go) whose segment is not its
+	// first: the message would not start at offset 0.
+	ErrSingleSegmentMO = &wire.ProtocolError{What: "single-segment message at a non-zero MO", Code: wire.TermDDPInvalidMO}
+	// A single-segment message whose segment is not its last: the message
+	// would run past the fixed size of its header.
+	ErrSingleSegmentNotLast = &wire.ProtocolError{What: "single-segment message without the L bit", Code: wire.TermDDPTooLong}
+	// A continuing segment of an untagged message whose opcode is not the
+	// first segment's (a Send with Immediate ended by a plain Send).
+	ErrSegmentOpcode = &wire.ProtocolError{What: "segment's opcode differs from its message's first segment", Code: wire.TermRDMAPUnexpectedOpcode}
 )
 
 // placementError is the violation of a failed access check.

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/goiwarp/iwarp/internal/wire"
@@ -158,7 +159,16 @@ func (qp *QP) PostRecv(wrs []RecvWR) (int, error) {
 	if state != StateIdle && state != StateRTS {
 		return 0, stateError(state, err)
 	}
-	return qp.rq.post(wrs, ErrRQFull)
+	n, err := qp.rq.post(wrs, ErrRQFull)
+	if errors.Is(err, errRQClosed) {
+		// The QP was torn down after the check above: flushAll closed
+		// the queue (under qp.mu, so the state now says why).
+		qp.mu.Lock()
+		state, err = qp.state, qp.err
+		qp.mu.Unlock()
+		return n, stateError(state, err)
+	}
+	return n, err
 }
 
 // sqRelease frees the slot of the send WR seq, whose completion was

@@ -180,6 +180,7 @@ type QP struct {
 	termSent   chan struct{} // closed once it was sent
 
 	releaseOnce sync.Once
+	idleClose   sync.Once // Close of a QP that was never started
 
 	done chan struct{} // closed when the QP is fully torn down
 }

@@ -28,6 +28,8 @@ type recvQueue struct {
 	// free <= head <= tail: [free, head) taken (in use or awaiting
 	// release), [head, tail) posted.
 	free, head, tail uint64
+	// closed: the queue was flushed for good (takeAll); posting fails.
+	closed bool
 
 	// SRQ limit event (verbs' srq_limit): fired once when fewer than
 	// limit receives remain posted after a take, then disarmed.
@@ -47,11 +49,17 @@ func newRecvQueue(depth, maxSGE int) *recvQueue {
 	return &recvQueue{ring: make([]rqEntry, depth), sge: make([]SGE, depth*maxSGE), maxSGE: maxSGE}
 }
 
+// errRQClosed: receives were posted to a queue that has been flushed.
+var errRQClosed = errors.New("receive queue flushed")
+
 // post appends receives in order; it stops at the first that cannot be
-// posted.
+// posted. A closed queue takes none (errRQClosed).
 func (q *recvQueue) post(wrs []RecvWR, full error) (int, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.closed {
+		return 0, errRQClosed
+	}
 	depth := uint64(len(q.ring))
 	for i := range wrs {
 		wr := &wrs[i]
@@ -113,8 +121,13 @@ func (q *recvQueue) release(seq uint64) {
 	}
 }
 
-// takeAll removes every posted receive, for flushing a QP's own queue.
+// takeAll closes the queue and removes every posted receive, for flushing
+// a QP's own queue: a receive posted concurrently is either taken here or
+// refused by post, never left behind uncompleted.
 func (q *recvQueue) takeAll(f func(*rqEntry)) {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
 	for {
 		e := q.take()
 		if e == nil {

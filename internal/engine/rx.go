@@ -166,6 +166,9 @@ func (qp *QP) rxFPDU(r *fpdu.Reader, n int) error {
 	if err != nil {
 		return qp.termDDP(err, &h, n)
 	}
+	if err := checkSingleSegment(info.Opcode, &h); err != nil {
+		return qp.termDDP(err, &h, n)
+	}
 	rest := n - hl
 	switch info.Opcode {
 	case wire.OpWrite:
@@ -308,6 +311,8 @@ func (qp *QP) rxSend(r *fpdu.Reader, h *wire.DDPHeader, payload, n int) error {
 		rx.sendActive, rx.sendMSN, rx.sendOp, rx.sendPlaced, rx.sendEntry = true, h.MSN, h.Control.Opcode(), 0, e
 	} else if h.MSN != rx.sendMSN {
 		return qp.termDDP(wire.NewProtocolError("Send MSN out of range", wire.TermDDPMSNRange), h, n)
+	} else if h.Control.Opcode() != rx.sendOp {
+		return qp.termDDP(ErrSegmentOpcode, h, n)
 	}
 	if uint64(h.MO) != rx.sendPlaced {
 		return qp.termDDP(ErrInvalidMO, h, n)

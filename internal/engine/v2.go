@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/binary"
+	"errors"
 
 	"github.com/goiwarp/iwarp/internal/fpdu"
 	"github.com/goiwarp/iwarp/internal/mem"
@@ -71,8 +72,10 @@ func (qp *QP) rxSendImmLast(r *fpdu.Reader, h *wire.DDPHeader, rest, n int) erro
 			return qp.termDDP(ErrNoRecvBuffer, h, n)
 		}
 		rx.sendActive, rx.sendMSN, rx.sendOp, rx.sendPlaced, rx.sendEntry = true, h.MSN, h.Control.Opcode(), 0, e
-	} else if h.MSN != rx.sendMSN || h.Control.Opcode() != rx.sendOp {
+	} else if h.MSN != rx.sendMSN {
 		return qp.termDDP(wire.NewProtocolError("Send MSN out of range", wire.TermDDPMSNRange), h, n)
+	} else if h.Control.Opcode() != rx.sendOp {
+		return qp.termDDP(ErrSegmentOpcode, h, n)
 	}
 	if uint64(h.MO) != rx.sendPlaced {
 		return qp.termDDP(ErrInvalidMO, h, n)
@@ -169,7 +172,10 @@ func (qp *QP) rxReadV2Response(r *fpdu.Reader, h *wire.DDPHeader, rest, n int) e
 		return qp.termDDP(ErrReadV2TooLong, h, n)
 	}
 	if err := qp.placeSGL(r, e.wr.SGL, e.read, rest); err != nil {
-		return qp.termDDP(ErrReadV2TooLong, h, n)
+		if errors.Is(err, errTooLong) {
+			return qp.termDDP(ErrReadV2TooLong, h, n)
+		}
+		return err // the connection's own error (the stream ended, a reset)
 	}
 	e.read += uint64(rest)
 	if h.Last {
