@@ -39,7 +39,12 @@ func (qp *QP) rxImmediate(r *fpdu.Reader, h *wire.DDPHeader, rest, n int) error 
 	if rest != wire.ImmediateDataLen {
 		return qp.termDDP(wire.ErrImmediateLength, h, n)
 	}
-	if rx.sendActive || h.MSN != rx.msn[wire.QNSend] {
+	switch {
+	case rx.sendActive && h.MSN == rx.sendMSN:
+		// It names the message a Send is still placing: a continuing
+		// segment of another opcode (as rxSend decides).
+		return qp.termDDP(ErrSegmentOpcode, h, n)
+	case rx.sendActive || h.MSN != rx.msn[wire.QNSend]:
 		return qp.termDDP(wire.NewProtocolError("Immediate Data MSN out of range", wire.TermDDPMSNRange), h, n)
 	}
 	b := rx.hdr[wire.UntaggedHdrLen : wire.UntaggedHdrLen+wire.ImmediateDataLen]
