@@ -18,6 +18,7 @@ const module = "github.com/goiwarp/iwarp"
 var rank = map[string]int{
 	"internal/wire":      0,
 	"internal/fpdu":      1,
+	"internal/poll":      1, // the per-Device epoll poller of the engine's shell: standard library only
 	"internal/pcapwrite": 1, // capture writer of the public API: standard library only
 	"internal/mpa":       2,
 	"internal/ddp":       3,
