@@ -1,10 +1,6 @@
 package mem
 
-import (
-	"context"
-
-	"github.com/goiwarp/iwarp/internal/wire"
-)
+import "github.com/goiwarp/iwarp/internal/wire"
 
 // InvalidateReason says why an invalidation request fails.
 type InvalidateReason uint8
@@ -66,20 +62,4 @@ func (t *Table) checkInvalidate(stag STag, pd uint32, remote bool) (*Region, Inv
 		return nil, InvalidateNotAllowed
 	}
 	return r, InvalidateOK
-}
-
-// InvalidateSTag makes stag invalid at once for new arrivals, if it is
-// still r's current STag (a re-key in between wins), and waits until no
-// placement into r is in flight.
-func (t *Table) InvalidateSTag(ctx context.Context, r *Region, stag STag) error {
-	for {
-		s := r.state.Load()
-		if s&validBit == 0 || uint8(s) != stag.Key() {
-			break
-		}
-		if r.state.CompareAndSwap(s, s&^validBit) {
-			break
-		}
-	}
-	return r.drain(ctx)
 }

@@ -1,18 +1,23 @@
 package mem
 
 import (
-	"context"
+	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // Region is a registered memory region: a caller-owned []byte exposed under
 // an STag, with a protection domain, access rights and a tagged-offset base.
 //
 // Concurrency: buf, base, pd and index never change after registration.
-// state holds the key, the valid bit and the access rights in one word so a
-// check reads them with one atomic load; it changes on invalidation and on
-// re-keying. pins counts placements in flight (see Acquire).
+// Two words describe the registration (see doc.go, "The two words"):
+// state holds the key, a valid bit and the access rights, read with one
+// atomic load by every remote check; life holds a valid bit, the
+// generation, a pending-invalidation bit and the transient pin counts of
+// the current and the previous generation, so that Pin checks and pins in
+// one compare-and-swap. Both change only under mu (Begin*), state before
+// life. stale counts the transient pins of generations older than the
+// previous one, legacy the pins of Acquire (which carry no generation).
+// mu also guards the leases and the pending invalidations.
 type Region struct {
 	table *Table
 	index uint32
@@ -20,8 +25,18 @@ type Region struct {
 	buf   []byte
 	base  uint64
 
-	state atomic.Uint32 // key | validBit | access<<16
-	pins  atomic.Int64
+	state  atomic.Uint32 // key | validBit | access<<16
+	life   atomic.Uint64 // see word.go
+	stale  atomic.Int64  // transient pins of generations <= current-2
+	legacy atomic.Int64  // pins of Acquire/Release
+
+	mu        sync.Mutex
+	pending   []*Invalidation    // undrained invalidations, oldest first
+	leases    map[leaseKey]lease // outstanding leases by holder and generation
+	leaseGens []genCount         // outstanding leases per generation, oldest first
+	dead      bool               // deregistration has begun
+	dereg     *Invalidation      // the deregistration, once begun
+	finished  bool               // a blocking Deregister has finished the job
 }
 
 const validBit = 1 << 8
@@ -80,21 +95,12 @@ func (r *Region) check(s uint32, stag STag, pd uint32, need Access, to uint64, n
 	return OK
 }
 
-// Release ends a placement begun with Table.Acquire.
-func (r *Region) Release() { r.pins.Add(-1) }
-
-// drain waits until no placement is in flight. Placements are short (one
-// segment's copy or read), so it polls with a growing sleep.
-func (r *Region) drain(ctx context.Context) error {
-	wait := time.Microsecond
-	for r.pins.Load() != 0 {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		time.Sleep(wait)
-		if wait < time.Millisecond {
-			wait *= 2
-		}
+// Release ends a placement begun with Table.Acquire (or AcquireAtomic).
+func (r *Region) Release() {
+	switch v := r.legacy.Add(-1); {
+	case v < 0:
+		panic("memory region: Release without a matching Acquire")
+	case v == 0 && r.life.Load()&pendingBit != 0:
+		r.settle()
 	}
-	return nil
 }

@@ -1,7 +1,6 @@
 package mem
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -116,6 +115,7 @@ func (t *Table) Register(pd uint32, buf []byte, access Access, base uint64) (*Re
 	}
 	r := &Region{table: t, index: index, pd: pd, buf: buf, base: base}
 	r.state.Store(packState(uint8(t.random()), true, access))
+	r.life.Store(liveBit)
 	t.store(index, r)
 	t.count++
 	return r, nil
@@ -138,78 +138,11 @@ func (t *Table) store(index uint32, r *Region) {
 	sp.Store(&m)
 }
 
-// Deregister invalidates r's STag at once for new arrivals, waits until no
-// placement into r is in flight, and removes r from the table. When it
-// returns nil no byte can land in r's buffer any more. If ctx ends first it
-// returns ctx's error; r stays invalid and Deregister may be called again.
-func (t *Table) Deregister(ctx context.Context, r *Region) error {
-	r.invalidate()
-	if err := r.drain(ctx); err != nil {
-		return err
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.lookup(r.index) != r {
-		return ErrDeregistered
-	}
-	t.store(r.index, nil)
-	t.count--
-	if len(t.quarantine) < Quarantine {
-		t.quarantine = append(t.quarantine, r.index)
-	} else {
-		delete(t.qset, t.quarantine[t.qnext])
-		t.quarantine[t.qnext] = r.index
-		t.qnext = (t.qnext + 1) % Quarantine
-	}
-	t.qset[r.index] = true
-	return nil
-}
-
 // Len returns the number of registered regions.
 func (t *Table) Len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.count
-}
-
-func (r *Region) invalidate() {
-	for {
-		s := r.state.Load()
-		if r.state.CompareAndSwap(s, s&^validBit) {
-			return
-		}
-	}
-}
-
-// Invalidate makes r's STag invalid for new arrivals at once (RFC 5040 §6.2,
-// local or remote invalidation) and waits, like Deregister, until no
-// placement into r is in flight. The region stays registered and can be
-// re-validated with a new key by Rekey.
-func (t *Table) Invalidate(ctx context.Context, r *Region) error {
-	r.invalidate()
-	return r.drain(ctx)
-}
-
-// Rekey gives r a new random key (and access rights) and makes it valid, as a
-// fast-register does: the old STag fails at once for new arrivals. It returns
-// the new STag.
-func (t *Table) Rekey(r *Region, access Access) (STag, error) {
-	if access&^accessAll != 0 {
-		return 0, ErrBadAccess
-	}
-	if access&AccessRemoteAtomic != 0 && (r.base%8 != 0 || !aligned8(r.buf)) {
-		return 0, ErrAtomicAligned
-	}
-	for {
-		s := r.state.Load()
-		key := uint8(t.random())
-		if key == uint8(s) {
-			key++
-		}
-		if r.state.CompareAndSwap(s, packState(key, true, access)) {
-			return MakeSTag(r.index, key), nil
-		}
-	}
 }
 
 // Lookup returns the region registered under stag's index whatever its key
@@ -234,16 +167,22 @@ func (t *Table) Check(stag STag, pd uint32, need Access, to uint64, n uint64) (*
 // and returns the n bytes at to. The caller places into (or reads from) the
 // slice and then calls r.Release. While pinned, Deregister and Invalidate
 // wait, so no byte lands in a buffer whose deregistration has returned.
+//
+// Acquire's pins carry no generation (they are the engine's of before the
+// rebuild, which may hold them across a wait on the peer): every
+// invalidation waits for all of them, and a blocking call whose context
+// ends while one is held returns without finishing (see Deregister). New
+// code uses PinRemote.
 func (t *Table) Acquire(stag STag, pd uint32, need Access, to uint64, n uint64) ([]byte, *Region, Reason) {
 	r := t.lookup(stag.Index())
 	if r == nil {
 		return nil, nil, InvalidSTag
 	}
-	r.pins.Add(1)
-	// Checked after pinning: an invalidation that cleared the valid bit
-	// before this load is seen here; one after it waits for our Release.
+	r.legacy.Add(1)
+	// Checked after pinning: a Begin that cleared the valid bit before this
+	// load is seen here; one after it finds the pin in its drain.
 	if why := r.check(r.state.Load(), stag, pd, need, to, n); why != OK {
-		r.pins.Add(-1)
+		r.Release()
 		return nil, nil, why
 	}
 	off := to - r.base

@@ -63,8 +63,8 @@ func TestCheckReasons(t *testing.T) {
 			pinned.Release()
 		}
 	}
-	if r.pins.Load() != 0 {
-		t.Fatalf("pins leaked: %d", r.pins.Load())
+	if r.legacy.Load() != 0 {
+		t.Fatalf("pins leaked: %d", r.legacy.Load())
 	}
 }
 
@@ -203,7 +203,7 @@ func TestAcquireAtomic(t *testing.T) {
 	if _, why := tab.AcquireAtomic(w.STag(), 1, 0); why != AccessViolated {
 		t.Errorf("no atomic access: %v", why)
 	}
-	if r.pins.Load() != 0 {
+	if r.legacy.Load() != 0 {
 		t.Fatal("pin leaked")
 	}
 }
