@@ -1,5 +1,7 @@
 package fpdu
 
+import "strconv"
+
 // HeaderPeek is the number of ULPDU octets a Decoder stages before it asks
 // where the rest of the ULPDU goes: the size of a DDP tagged header
 // (RFC 5041 §5.2), the longer of the two DDP headers (an untagged header is
@@ -33,7 +35,7 @@ func (s Step) String() string {
 	case FPDUDone:
 		return "FPDUDone"
 	}
-	return "Step(?)"
+	return "Step(" + strconv.Itoa(int(s)) + ")"
 }
 
 // Decoder deframes one direction's received byte stream without I/O
@@ -258,11 +260,15 @@ func (d *Decoder) Bufs(iov [][]byte) [][]byte {
 	if d.dstPiece() != nil {
 		// b is part of the destination: the staging buffer follows, for
 		// the rest of the ULPDU when a marker cuts it, the trailer, and
-		// the next FPDU's first octets.
-		after := d.rem - len(b)
-		n := after + MarkerLen*(after/(MarkerInterval-MarkerLen)+2) + CRCLen + 4 + lookahead
+		// what follows: after a large FPDU only the next FPDU's first
+		// octets (as in stageLimit), else as many FPDUs as come.
 		d.st.take()
-		s := d.st.buf[d.st.w:min(len(d.st.buf), d.st.w+n)]
+		end := len(d.st.buf)
+		if d.large {
+			after := d.rem - len(b)
+			end = min(end, d.st.w+after+MarkerLen*(after/(MarkerInterval-MarkerLen)+2)+CRCLen+4+lookahead)
+		}
+		s := d.st.buf[d.st.w:end]
 		d.extra = len(s)
 		iov = append(iov, s)
 	}

@@ -47,6 +47,11 @@ type Encoder struct {
 	cur     *[encBlockSize]byte
 	used    int // octets of cur in use
 	crcFrom int // cur[crcFrom:used] is covered by the CRC but not yet in crc
+
+	// ULPDU_Length and the trailer on their way into the arena (fields,
+	// not locals: emit's slices may be kept, so locals would escape).
+	lb [HeaderLen]byte
+	tb [CRCLen]byte
 }
 
 // encBlockSize is the size of one arena block: 16 KiB, a few hundred small
@@ -108,9 +113,8 @@ func (e *Encoder) append(copyAll bool, hdr []byte, payload [][]byte) error {
 	e.crc = 0
 	e.crcFrom = e.used
 	e.m.startFPDU()
-	var lb [HeaderLen]byte
-	binary.BigEndian.PutUint16(lb[:], uint16(n))
-	e.emit(lb[:], false)
+	binary.BigEndian.PutUint16(e.lb[:], uint16(n))
+	e.emit(e.lb[:], false)
 	e.emit(hdr, false)
 	for _, p := range payload {
 		e.emit(p, !copyAll && len(p) > copyMax)
@@ -121,15 +125,14 @@ func (e *Encoder) append(copyAll bool, hdr []byte, payload [][]byte) error {
 		// covered by the CRC (marker.go).
 		e.emitMarker()
 	}
-	var tb [CRCLen]byte
 	if e.crcOn {
 		e.fold()
-		binary.LittleEndian.PutUint32(tb[:], e.crc)
 	}
+	binary.LittleEndian.PutUint32(e.tb[:], e.crc)
 	// The trailer is not covered: nothing folds the arena into crc again
 	// in this FPDU, and no marker falls inside it (every FPDU field is
 	// 4-aligned in the stream).
-	e.emit(tb[:], false)
+	e.emit(e.tb[:], false)
 	e.ends = appendCompact(e.ends, &e.endHead, e.queued)
 	return nil
 }

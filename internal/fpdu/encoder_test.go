@@ -216,3 +216,49 @@ func TestEncoderReset(t *testing.T) {
 		t.Fatalf("after Reset: %d FPDUs, stream differs at %d", done, firstDiff(out, want))
 	}
 }
+
+// TestEncoderBacklog: a queue that never empties (each write leaves up to
+// two FPDUs behind) keeps producing the reference's octets, and its arena
+// and iovec queue stay bounded: consumed blocks go back to the pool and
+// the queues are compacted.
+func TestEncoderBacklog(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, markers := range []bool{false, true} {
+		opts := Options{CRC: true, SendMarkers: markers}
+		e := NewEncoder(opts, 0)
+		var ref, out []byte
+		maxBlocks, fpdus := 0, 0
+		for range 3000 {
+			u := make([]byte, 14+rng.IntN(3000))
+			for i := range u {
+				u[i] = byte(rng.Uint32())
+			}
+			ref = refFrame(ref, u, markers, true)
+			hdr, pieces, copyAll := encPieces(rng, u)
+			var err error
+			if copyAll {
+				err = e.AppendCopy(hdr, pieces...)
+			} else {
+				err = e.Append(hdr, pieces...)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var done int
+			out, done = encDrain(e, out, max(0, e.Buffered()-rng.IntN(7000)))
+			fpdus += done
+			maxBlocks = max(maxBlocks, len(e.blocks)-e.bhead)
+		}
+		if e.Buffered() == 0 {
+			t.Fatal("the backlog drained")
+		}
+		if maxBlocks > 3 || cap(e.iov) > 256 || cap(e.ends) > 64 {
+			t.Errorf("markers %v: up to %d live blocks, iovec queue of %d, FPDU queue of %d", markers, maxBlocks, cap(e.iov), cap(e.ends))
+		}
+		var done int
+		out, done = encDrain(e, out, e.Buffered())
+		if fpdus+done != 3000 || !bytes.Equal(out, ref) {
+			t.Fatalf("markers %v: %d FPDUs done, stream differs at %d of %d", markers, fpdus+done, firstDiff(out, ref), len(ref))
+		}
+	}
+}
