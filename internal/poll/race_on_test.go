@@ -1,0 +1,6 @@
+//go:build race
+
+package poll
+
+// raceEnabled: the race detector is on; timings mean nothing then.
+const raceEnabled = true
