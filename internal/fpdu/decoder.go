@@ -1,6 +1,9 @@
 package fpdu
 
-import "strconv"
+import (
+	"math"
+	"strconv"
+)
 
 // HeaderPeek is the number of ULPDU octets a Decoder stages before it asks
 // where the rest of the ULPDU goes: the size of a DDP tagged header
@@ -50,7 +53,8 @@ func (s Step) String() string {
 //
 //	for d.Step() == NeedBytes { n := read(d.Buf()); d.Advance(n) }
 //	// NeedPlace: d.ULPDULen(), d.Header(); optionally d.Stage(extra) and
-//	// more NeedBytes; then d.Place(dst) (nil: discard the rest)
+//	// more NeedBytes; then d.Place(dst) (nil: discard the rest), or
+//	// d.PlaceV(pieces) for a scatter list
 //	for d.Step() == NeedBytes { n := read(d.Buf()); d.Advance(n) }
 //	// FPDUDone: d.Err() == nil: the FPDU was good; d.Next()
 //
@@ -81,14 +85,16 @@ type Decoder struct {
 	ph    dphase
 	err   error
 
-	ulen    int    // ULPDU_Length of the current FPDU
-	hdr     []byte // staged ULPDU head (Header)
-	target  int    // octets wanted in hdr
-	dst     []byte // Place's destination
-	discard bool   // Place(nil): the rest of the ULPDU is discarded
-	placed  int    // octets of dst filled
-	rem     int    // ULPDU octets after hdr not yet delivered
-	large   bool   // the current (or last) FPDU is large: stage little
+	ulen    int       // ULPDU_Length of the current FPDU
+	hdr     []byte    // staged ULPDU head (Header)
+	target  int       // octets wanted in hdr
+	dsts    [][]byte  // the destination pieces given to Place or PlaceV
+	one     [1][]byte // Place's single piece
+	di      int       // the piece being filled
+	placed  int       // octets of dsts[di] filled
+	discard bool      // Place(nil): the rest of the ULPDU is discarded
+	rem     int       // ULPDU octets after hdr not yet delivered
+	large   bool      // the current (or last) FPDU is large: stage little
 
 	crc     uint32
 	crcFrom int    // st.buf[crcFrom:st.r] is covered but not yet in crc
@@ -101,7 +107,8 @@ type Decoder struct {
 
 	in       uint64 // stream offset after the last octet Advanced
 	boundary uint64 // stream offset where the last complete FPDU ended
-	extra    int    // staging octets Bufs handed out after a destination
+	vdst     int    // destination octets the last Bufs handed out
+	extra    int    // staging octets the last Bufs handed out after them
 }
 
 // dphase is where a Decoder is in the current FPDU, in stream order.
@@ -193,16 +200,37 @@ func (d *Decoder) Stage(extra int) {
 // (ULPDULen - len(Header())) octets goes into dst, whose length must equal
 // it, or is discarded (still checked by the CRC) when dst is nil. Octets
 // already staged are copied into dst at once; Buf then hands out the rest
-// of dst.
+// of dst. dst is not used after Next.
 func (d *Decoder) Place(dst []byte) {
+	if dst == nil {
+		d.place(nil, true)
+		return
+	}
+	d.one[0] = dst
+	d.place(d.one[:], false)
+}
+
+// PlaceV is Place with a scatter list: the rest of the ULPDU goes into the
+// pieces of dsts in order (a receive buffer or a Read sink of several
+// SGEs), whose lengths must add up to ULPDULen - len(Header()); empty
+// pieces are skipped. dsts itself is kept, not copied, until Next.
+func (d *Decoder) PlaceV(dsts [][]byte) {
+	d.place(dsts, false)
+}
+
+func (d *Decoder) place(dsts [][]byte, discard bool) {
 	if d.err != nil {
 		return
 	}
 	rest := d.ulen - len(d.hdr)
-	if d.ph != dPlace || dst != nil && len(dst) != rest {
+	total := 0
+	for _, b := range dsts {
+		total += len(b)
+	}
+	if d.ph != dPlace || !discard && total != rest {
 		panic("fpdu: Decoder.Place called outside NeedPlace or with a destination of the wrong length")
 	}
-	d.dst, d.discard, d.placed, d.rem = dst, dst == nil, 0, rest
+	d.dsts, d.discard, d.di, d.placed, d.rem = dsts, discard, 0, 0, rest
 	d.ph = dBody
 	d.run()
 	d.settle()
@@ -221,7 +249,8 @@ func (d *Decoder) Next() {
 	d.ph = dLen
 	d.ulen, d.target = 0, 0
 	d.hdr = d.hdr[:0]
-	d.dst, d.discard, d.placed, d.rem = nil, false, 0, 0
+	d.one[0] = nil
+	d.dsts, d.discard, d.di, d.placed, d.rem = nil, false, 0, 0, 0
 	d.crc = 0
 	d.crcFrom = d.st.r
 	d.m.startFPDU()
@@ -232,9 +261,15 @@ func (d *Decoder) Next() {
 // Buf returns where the next stream octets go when Step is NeedBytes
 // (otherwise nil): a slice of the Decoder's staging buffer, or, after
 // Place with a destination, the next part of that destination, which
-// stops before the next marker (markers go to the staging buffer). Its
-// length is at least 1 at NeedBytes. It stays valid until Advance.
+// stops before the next marker (markers go to the staging buffer) and at
+// the end of a PlaceV piece. Its length is at least 1 at NeedBytes. It
+// stays valid until Advance.
 func (d *Decoder) Buf() []byte {
+	d.vdst, d.extra = 0, 0
+	return d.buf()
+}
+
+func (d *Decoder) buf() []byte {
 	if d.Step() != NeedBytes {
 		return nil
 	}
@@ -247,32 +282,47 @@ func (d *Decoder) Buf() []byte {
 
 // Bufs appends to iov where the next stream octets go, for a vectored
 // read (readv): Buf(), and when Buf() is part of a destination, the
-// staging buffer after it, for the octets that follow (a marker, or the
-// FPDU's trailer and the next FPDU's first octets), so that one read
-// brings a large payload and what follows it. Advance(n) then counts the
-// octets written across them, in order. At other steps it appends nothing.
+// following pieces of a PlaceV destination up to the next marker, then the
+// staging buffer for the octets that follow (a marker, or the FPDU's
+// trailer and the next FPDUs), so that one read brings a large payload and
+// what follows it. Advance(n) then counts the octets written across them,
+// in order. At other steps it appends nothing.
 func (d *Decoder) Bufs(iov [][]byte) [][]byte {
-	b := d.Buf()
+	d.vdst, d.extra = 0, 0
+	b := d.buf()
 	if b == nil {
 		return iov
 	}
 	iov = append(iov, b)
-	if d.dstPiece() != nil {
-		// b is part of the destination: the staging buffer follows, for
-		// the rest of the ULPDU when a marker cuts it, the trailer, and
-		// what follows: after a large FPDU only the next FPDU's first
-		// octets (as in stageLimit), else as many FPDUs as come.
-		d.st.take()
-		end := len(d.st.buf)
-		if d.large {
-			after := d.rem - len(b)
-			end = min(end, d.st.w+after+MarkerLen*(after/(MarkerInterval-MarkerLen)+2)+CRCLen+4+lookahead)
-		}
-		s := d.st.buf[d.st.w:end]
-		d.extra = len(s)
-		iov = append(iov, s)
+	if d.dstPiece() == nil {
+		return iov
 	}
-	return iov
+	// b is part of the destination: further pieces as far as the next
+	// marker, then the staging buffer, for the rest of the ULPDU when a
+	// marker cuts it, the trailer, and what follows: after a large FPDU
+	// only the next FPDU's first octets (as in stageLimit), else as many
+	// FPDUs as come.
+	vdst := len(b)
+	room := uint64(math.MaxInt)
+	if d.m.on {
+		room = d.m.room()
+	}
+	for i := d.di + 1; i < len(d.dsts) && uint64(vdst) < room; i++ {
+		p := d.dsts[i][:min(uint64(len(d.dsts[i])), room-uint64(vdst))]
+		if len(p) > 0 {
+			iov = append(iov, p)
+			vdst += len(p)
+		}
+	}
+	d.st.take()
+	end := len(d.st.buf)
+	if d.large {
+		after := d.rem - vdst
+		end = min(end, d.st.w+after+MarkerLen*(after/(MarkerInterval-MarkerLen)+2)+CRCLen+4+lookahead)
+	}
+	s := d.st.buf[d.st.w:end]
+	d.vdst, d.extra = vdst, len(s)
+	return append(iov, s)
 }
 
 // Advance consumes n octets just written into Buf() (0 <= n <=
@@ -282,23 +332,28 @@ func (d *Decoder) Advance(n int) {
 	if n < 0 || n > 0 && d.Step() != NeedBytes {
 		panic("fpdu: Decoder.Advance without octets asked for")
 	}
-	extra := d.extra
-	d.extra = 0
+	vdst, extra := d.vdst, d.extra
+	d.vdst, d.extra = 0, 0
 	if n > 0 {
 		if b := d.dstPiece(); b != nil {
-			k := min(n, len(b))
+			k := min(n, max(len(b), vdst))
 			if n-k > extra {
 				panic("fpdu: Decoder.Advance beyond the slices handed out")
 			}
 			d.fold()
-			if d.crcOn {
-				d.crc = UpdateCRC32c(d.crc, b[:k])
-			}
-			d.placed += k
-			d.rem -= k
-			d.m.pos += uint64(k)
 			d.in += uint64(k)
 			n -= k
+			for k > 0 {
+				o := d.out()
+				c := min(k, len(o))
+				if d.crcOn {
+					d.crc = UpdateCRC32c(d.crc, o[:c])
+				}
+				d.placed += c
+				d.rem -= c
+				d.m.pos += uint64(c)
+				k -= c
+			}
 		} else if n > d.stageLimit()-d.st.w || d.st.p == nil {
 			panic("fpdu: Decoder.Advance beyond Buf")
 		}
@@ -309,14 +364,28 @@ func (d *Decoder) Advance(n int) {
 	d.settle()
 }
 
+// out returns the unfilled part of the destination piece being filled,
+// moving past full and empty pieces (nil when there is none).
+func (d *Decoder) out() []byte {
+	for d.di < len(d.dsts) && d.placed == len(d.dsts[d.di]) {
+		d.di++
+		d.placed = 0
+	}
+	if d.di == len(d.dsts) {
+		return nil
+	}
+	return d.dsts[d.di][d.placed:]
+}
+
 // dstPiece returns the part of the destination the next octets go to: at
-// NeedBytes with a destination and no marker due, the rest of the ULPDU up
-// to the next marker. Otherwise nil.
+// NeedBytes with a destination and no marker due, the rest of the current
+// piece up to the next marker. Otherwise nil.
 func (d *Decoder) dstPiece() []byte {
 	if d.err != nil || d.ph != dBody || d.discard || d.rem == 0 || d.m.due() {
 		return nil
 	}
-	return d.dst[d.placed : d.placed+d.m.clamp(d.rem)]
+	o := d.out()
+	return o[:d.m.clamp(len(o))]
 }
 
 // stageLimit returns the end of the staging buffer Buf hands out: all of

@@ -13,6 +13,7 @@ type decFeeder struct {
 	dst    []byte
 	iov    [][]byte
 	bufs   bool
+	sgl    [][]byte // when set, PlaceV into these pieces of dst
 	fpdus  int
 	err    error
 }
@@ -41,7 +42,14 @@ func (f *decFeeder) feed(n int) {
 			chunk = chunk[k:]
 			f.d.Advance(k)
 		case NeedPlace:
-			f.d.Place(f.dst[:f.d.ULPDULen()-len(f.d.Header())])
+			rest := f.d.ULPDULen() - len(f.d.Header())
+			if f.sgl != nil {
+				third := rest / 3
+				f.sgl[0], f.sgl[1], f.sgl[2] = f.dst[:third], f.dst[third:2*third], f.dst[2*third:rest]
+				f.d.PlaceV(f.sgl)
+			} else {
+				f.d.Place(f.dst[:rest])
+			}
 		case FPDUDone:
 			f.err = f.d.Err()
 			f.fpdus++
@@ -70,7 +78,8 @@ func encodeRun(t testing.TB, opts Options, ulpdu, n int) []byte {
 
 // TestDecoderAllocs: in steady state the Decoder allocates nothing: small
 // FPDUs staged many per Buf, and large FPDUs placed into a destination
-// (with Buf or Bufs), CRC and markers on and off.
+// (with Buf or Bufs, in one piece or three with PlaceV), CRC and markers
+// on and off.
 func TestDecoderAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are not meaningful under the race detector")
@@ -78,14 +87,17 @@ func TestDecoderAllocs(t *testing.T) {
 	const runs = 100
 	for _, c := range []struct {
 		ulpdu, perRun int
-		bufs          bool
-	}{{32, 16 << 10, false}, {60000, 60016, false}, {60000, 60016, true}} {
+		bufs, sgl     bool
+	}{{32, 16 << 10, false, false}, {60000, 60016, false, false}, {60000, 60016, true, false}, {60000, 60016, true, true}} {
 		for _, crc := range []bool{false, true} {
 			for _, markers := range []bool{false, true} {
 				opts := Options{CRC: crc, RecvMarkers: markers}
-				name := fmt.Sprintf("ULPDU %d, Bufs %v, CRC %v, markers %v", c.ulpdu, c.bufs, crc, markers)
+				name := fmt.Sprintf("ULPDU %d, Bufs %v, PlaceV %v, CRC %v, markers %v", c.ulpdu, c.bufs, c.sgl, crc, markers)
 				s := encodeRun(t, opts, c.ulpdu, (runs+3)*c.perRun/c.ulpdu+1)
 				f := &decFeeder{d: NewDecoder(opts, 0), stream: s, dst: make([]byte, MaxULPDULen), bufs: c.bufs}
+				if c.sgl {
+					f.sgl = make([][]byte, 3)
+				}
 				f.feed(c.perRun)
 				allocs := testing.AllocsPerRun(runs, func() { f.feed(c.perRun) })
 				if f.err != nil || f.fpdus < runs*c.perRun/(c.ulpdu+8) {

@@ -24,6 +24,7 @@ type decDrive struct {
 	split   func(max int) int // octets per read
 	bufs    bool              // read with Bufs (a vectored read)
 	discard int               // discard the rest of one FPDU in discard (0: never)
+	scatter bool              // place into several separate pieces (PlaceV)
 	stage   int               // Stage more header in one FPDU in stage (0: never)
 	rng     *rand.Rand
 }
@@ -49,11 +50,24 @@ func newDecDrive(rng *rand.Rand) *decDrive {
 	if rng.IntN(3) == 0 {
 		dr.stage = 1 + rng.IntN(3)
 	}
+	dr.scatter = rng.IntN(3) == 0
 	return dr
 }
 
+// pieces returns separate buffers of n octets in all (some empty), for
+// PlaceV: a write past the end of one would not land in the next.
+func (dr *decDrive) pieces(n int) [][]byte {
+	var ps [][]byte
+	for n > 0 || len(ps) == 0 {
+		k := min(n, dr.rng.IntN(3)*dr.rng.IntN(n+1))
+		ps = append(ps, make([]byte, k))
+		n -= k
+	}
+	return ps
+}
+
 func (dr *decDrive) String() string {
-	return fmt.Sprintf("Bufs %v, discard 1 in %d, stage 1 in %d", dr.bufs, dr.discard, dr.stage)
+	return fmt.Sprintf("Bufs %v, discard 1 in %d, stage 1 in %d, scatter %v", dr.bufs, dr.discard, dr.stage, dr.scatter)
 }
 
 // decodeAll feeds stream to d as dr says until it ends or fails, checking
@@ -64,7 +78,8 @@ func decodeAll(t testing.TB, d *Decoder, stream []byte, dr *decDrive) ([][]byte,
 	t.Helper()
 	var out [][]byte
 	var iov [][]byte
-	var hdr, dst []byte
+	var hdr []byte
+	var dst [][]byte
 	staged := 0 // Stage calls in this FPDU
 	for {
 		switch d.Step() {
@@ -120,12 +135,17 @@ func decodeAll(t testing.TB, d *Decoder, stream []byte, dr *decDrive) ([][]byte,
 				continue
 			}
 			hdr = bytes.Clone(h)
-			if dr.discard > 0 && dr.rng.IntN(dr.discard) == 0 {
-				dst = make([]byte, d.ULPDULen()-len(h))
+			rest := d.ULPDULen() - len(h)
+			switch {
+			case dr.discard > 0 && dr.rng.IntN(dr.discard) == 0:
+				dst = [][]byte{make([]byte, rest)}
 				d.Place(nil)
-			} else {
-				dst = make([]byte, d.ULPDULen()-len(h))
-				d.Place(dst)
+			case dr.scatter:
+				dst = dr.pieces(rest)
+				d.PlaceV(dst)
+			default:
+				dst = [][]byte{make([]byte, rest)}
+				d.Place(dst[0])
 			}
 		case FPDUDone:
 			if d.Buf() != nil {
@@ -137,7 +157,7 @@ func decodeAll(t testing.TB, d *Decoder, stream []byte, dr *decDrive) ([][]byte,
 			if !bytes.Equal(d.Header(), hdr) {
 				t.Fatal("Header changed before Next")
 			}
-			out = append(out, append(hdr, dst...))
+			out = append(out, append(hdr, bytes.Join(dst, nil)...))
 			hdr, dst, staged = nil, nil, 0
 			d.Next()
 		}

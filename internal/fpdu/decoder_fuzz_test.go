@@ -35,6 +35,7 @@ func FuzzDecoder(f *testing.F) {
 			bufs:    flags&8 != 0,
 			discard: int(flags >> 4 & 3),
 			stage:   int(flags >> 6),
+			scatter: len(splits) > 0 && splits[0]&1 != 0,
 			rng:     rand.New(rand.NewPCG(uint64(len(data)), off)),
 		}
 		got, gerr := decodeAll(t, NewDecoder(opts, off), data, dr)

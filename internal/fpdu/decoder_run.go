@@ -43,13 +43,17 @@ func (d *Decoder) run() {
 			return
 		case dBody:
 			for d.rem > 0 {
-				b := d.take(d.rem, true)
+				var o []byte
+				n := d.rem
+				if !d.discard {
+					o = d.out()
+					n = len(o)
+				}
+				b := d.take(n, true)
 				if len(b) == 0 {
 					return
 				}
-				if !d.discard {
-					d.placed += copy(d.dst[d.placed:], b)
-				}
+				d.placed += copy(o, b)
 				d.rem -= len(b)
 			}
 			d.ph = dPad
@@ -160,5 +164,5 @@ func (d *Decoder) fail(err error) {
 	d.err = err
 	d.st.drop()
 	d.crcFrom = 0
-	d.extra = 0
+	d.vdst, d.extra = 0, 0
 }

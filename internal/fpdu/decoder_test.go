@@ -367,3 +367,66 @@ func TestStepString(t *testing.T) {
 		}
 	}
 }
+
+// TestDecoderPlaceV: a scatter list is filled piece by piece (empty
+// pieces skipped): Buf stops at the end of a piece, Bufs hands out the
+// following pieces up to the next marker and then the staging buffer, and
+// one vectored read fills them all.
+func TestDecoderPlaceV(t *testing.T) {
+	for _, markers := range []bool{false, true} {
+		u := make([]byte, 1400)
+		for i := range u {
+			u[i] = byte(i * 7)
+		}
+		s := refFrame(nil, u, markers, true)
+		s = refFrame(s, u[:20], markers, true)
+		d := NewDecoder(Options{CRC: true, RecvMarkers: markers}, 0)
+		head := HeaderLen + 14 + MarkerLen*b2i(markers)
+		d.Advance(copy(d.Buf(), s[:head]))
+		s = s[head:]
+		sgl := [][]byte{make([]byte, 100), nil, make([]byte, 300), make([]byte, 986)}
+		d.PlaceV(sgl)
+		if b := d.Buf(); len(b) != 100 || &b[0] != &sgl[0][0] {
+			t.Fatalf("markers %v: Buf of %d octets, not the first piece", markers, len(b))
+		}
+		iov := d.Bufs(nil)
+		wantPieces := []int{100, 300, 986}
+		if markers { // the marker at 512 cuts the list: 512-34 octets of it fit
+			wantPieces = []int{100, 300, 512 - head - 400}
+		}
+		if len(iov) != len(wantPieces)+1 {
+			t.Fatalf("markers %v: Bufs of %d slices", markers, len(iov))
+		}
+		for i, n := range wantPieces {
+			if len(iov[i]) != n {
+				t.Fatalf("markers %v: Bufs slice %d of %d octets, want %d", markers, i, len(iov[i]), n)
+			}
+		}
+		n := 0
+		for _, b := range iov {
+			n += copy(b, s[n:])
+		}
+		s = s[n:]
+		d.Advance(n)
+		for d.Step() == NeedBytes {
+			k := copy(d.Buf(), s)
+			s = s[k:]
+			d.Advance(k)
+		}
+		if d.Step() != FPDUDone || d.Err() != nil || !bytes.Equal(bytes.Join(sgl, nil), u[14:]) {
+			t.Fatalf("markers %v: %v %v", markers, d.Step(), d.Err())
+		}
+		d.Next()
+		if d.Step() != NeedPlace || d.ULPDULen() != 20 {
+			t.Fatalf("markers %v: the FPDU after the vectored read: %v", markers, d.Step())
+		}
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Error("PlaceV of a wrong total did not panic")
+				}
+			}()
+			d.PlaceV([][]byte{make([]byte, 3), make([]byte, 2)})
+		}()
+	}
+}

@@ -138,8 +138,8 @@ func (e *Encoder) append(copyAll bool, hdr []byte, payload [][]byte) error {
 }
 
 // Bufs appends to dst the iovecs of everything queued and not yet
-// consumed, in order. They stay valid until the next Append, Done or
-// Reset.
+// consumed, in order. They stay valid until the next Done or Reset (Append
+// only adds octets after them).
 func (e *Encoder) Bufs(dst [][]byte) [][]byte {
 	return append(dst, e.iov[e.head:]...)
 }
