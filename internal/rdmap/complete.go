@@ -1,0 +1,87 @@
+package rdmap
+
+import "github.com/goiwarp/iwarp/internal/mem"
+
+// Completions. Send completions are reported in posting order (advanceSQ),
+// receive completions in the order their messages completed; a
+// completion that waits for an invalidation to drain (Send with
+// Invalidate, Local Invalidate, Read with Invalidate) holds back the later
+// completions of its queue. Ready completions wait in out for Poll.
+
+// pendingRecv is a receive completion waiting for inv to drain.
+type pendingRecv struct {
+	comp Completion
+	inv  *mem.Invalidation
+}
+
+// deferOn records that a completion waits for inv and asks to be woken
+// when it drains.
+func (c *Core) deferOn(inv *mem.Invalidation) {
+	c.deferred++
+	if c.cfg.Wake != nil {
+		inv.OnDrained(c.cfg.Wake)
+	}
+}
+
+// drained reports whether the invalidation *inv (nil: none) has drained,
+// and forgets it if so.
+func (c *Core) drained(inv **mem.Invalidation) bool {
+	if *inv == nil {
+		return true
+	}
+	if !(*inv).Drained() {
+		return false
+	}
+	*inv = nil
+	c.deferred--
+	return true
+}
+
+// pushRecv reports a receive completion, after inv (if not nil) drained.
+func (c *Core) pushRecv(comp Completion, inv *mem.Invalidation) {
+	c.progress++
+	if inv != nil && inv.Drained() {
+		inv = nil
+	}
+	if inv == nil && c.rcq.len() == 0 {
+		c.out = append(c.out, comp)
+		return
+	}
+	if inv != nil {
+		c.deferOn(inv)
+	}
+	c.rcq.push(pendingRecv{comp: comp, inv: inv})
+}
+
+// advanceRecv moves the receive completions whose invalidation drained
+// to out, in order.
+func (c *Core) advanceRecv() {
+	for c.rcq.len() > 0 {
+		p := c.rcq.front()
+		if !c.drained(&p.inv) {
+			return
+		}
+		c.out = append(c.out, p.comp)
+		c.rcq.pop()
+	}
+}
+
+// Poll appends the completions that are ready to dst, in order per queue,
+// and returns it. Each accepted work request completes exactly once.
+// After Close or Fail, the completions of the flush are returned only once
+// no buffer handed out by RxBuf or TxBufs is still in use (RxDone and
+// TxDone were called): until then octets may still move between the
+// network and a flushed WR's memory.
+func (c *Core) Poll(dst []Completion) []Completion {
+	if c.deferred > 0 {
+		c.advanceSQ()
+		c.advanceRecv()
+	}
+	if c.state == StateError && (c.tx.out || c.rx.out) {
+		return dst
+	}
+	dst = append(dst, c.out...)
+	clear(c.out)
+	c.out = c.out[:0]
+	return dst
+}

@@ -1,0 +1,141 @@
+package rdmap
+
+import (
+	"github.com/goiwarp/iwarp/internal/mem"
+	"github.com/goiwarp/iwarp/internal/wire"
+)
+
+// The responder side: the peer's Read, Read V2 and Atomic Requests wait in
+// the IRQ (at most IRD) in arrival order and are answered in that order.
+// A request's source or target is checked when it arrives (the Terminate
+// codes of docs/wire.md), and its region and generation are recorded
+// without a pin; the bytes are read when the response is generated, under
+// a lease.
+//
+// Read then Atomic (RFC 7306 §7, defect 13): "Atomic Response Message will
+// not be generated until RDMA Read Response has been generated". An
+// atomic runs only when every response before it in the IRQ has been
+// generated: its last octet copied into the Encoder, or, when the source
+// was referenced, consumed by TxDone (after which the source may change
+// without changing what was sent). An atomic with nothing before it runs
+// as soon as its FPDU ended, so it still precedes every later message's
+// placement (docs/extensions.md §2).
+
+type irqKind uint8
+
+const (
+	irqRead   irqKind = iota // RFC 5040 Read: a tagged Read Response
+	irqReadV2                // V2 Read: an untagged Read V2 Response on QN 3
+	irqAtomic                // RFC 7306 atomic: an Atomic Response on QN 3
+)
+
+// irqEntry is one request of the peer, waiting for its response.
+type irqEntry struct {
+	kind     irqKind
+	sinkSTag uint32
+	sinkTO   uint64
+	size     uint64
+	// The source of a Read (size > 0): its bytes and registration.
+	src    []byte
+	region *mem.Region
+	gen    mem.Gen
+
+	// An atomic: the request, its target, and once done the value found.
+	req  wire.AtomicRequest
+	done bool
+	orig uint64
+
+	// The request's DDP header (re-encoded) and, for a Read Request, its
+	// RDMA header, with the segment's length: a Terminate attaches them
+	// if the region is found invalid when the response is generated.
+	hdr    [wire.UntaggedHdrLen + wire.ReadRequestLen]byte
+	segLen uint16
+}
+
+// termError is the Terminate for a request whose region became invalid
+// before its response was generated.
+func (r *irqEntry) termError() *TerminateError {
+	te := &TerminateError{Sent: true, Code: ErrSourceInvalidated.Code, Cause: ErrSourceInvalidated, segLen: r.segLen,
+		ddpHdr: append([]byte(nil), r.hdr[:wire.UntaggedHdrLen]...)}
+	if r.kind == irqRead {
+		te.rdmaHdr = append([]byte(nil), r.hdr[wire.UntaggedHdrLen:]...)
+	}
+	return te
+}
+
+// respCopy reports whether a response's payload is copied into the
+// Encoder (CRC on: the CRC must match the bytes sent whatever the source
+// does; or small) rather than referenced.
+func (c *Core) respCopy(r *irqEntry) bool { return c.cfg.Framing.CRC || r.size <= copyMax }
+
+// startResponse makes r, the IRQ's oldest request (a Read or Read V2),
+// the message being sent, leasing its source.
+func (c *Core) startResponse(r *irqEntry) {
+	t := &c.tx
+	if r.size > 0 {
+		if !r.region.Lease(r.gen, c.holder) {
+			c.terminate(r.termError())
+			return
+		}
+		t.leases.push(leaseRec{r: r.region, g: r.gen})
+	}
+	t.cur = txMsg{kind: txResp, r: r, size: r.size}
+}
+
+// respDone: the current response's last FPDU was appended. It leaves the
+// IRQ with its IRD credit (the peer cannot receive the response, and send
+// another request, earlier); a copied response is generated now, a
+// referenced one once its octets are consumed.
+func (c *Core) respDone() {
+	t := &c.tx
+	r := t.cur.r
+	t.cur = txMsg{}
+	if r.size > 0 {
+		if c.respCopy(r) {
+			c.dropOpenLeases()
+		} else {
+			c.sealLeases()
+			t.refPending++
+			t.events.push(txEvent{at: t.appended, kind: evRespRef})
+		}
+	}
+	c.irq.pop()
+	c.runAtomics()
+}
+
+// runAtomics runs the atomics whose turn has come: those with only atomics
+// before them in the IRQ and no referenced response still unconsumed.
+func (c *Core) runAtomics() {
+	if c.state != StateRTS && c.state != StateClosing {
+		return
+	}
+	for i := 0; i < c.irq.len(); i++ {
+		r := c.irq.at(i)
+		if r.kind != irqAtomic || c.tx.refPending > 0 {
+			return
+		}
+		if r.done {
+			continue
+		}
+		if !r.region.Pin(r.gen) {
+			c.terminate(r.termError())
+			return
+		}
+		a := &r.req
+		if a.AOpCode == wire.AOpCmpSwap {
+			r.orig = r.region.AtomicCmpSwap(a.TO, a.CompareData, a.CompareMask, a.AddSwapData, a.AddSwapMask)
+		} else {
+			r.orig = r.region.AtomicFetchAdd(a.TO, a.AddSwapData, a.AddSwapMask)
+		}
+		r.region.Unpin(r.gen)
+		r.done = true
+	}
+}
+
+// appendAtomicResponse appends the Atomic Response of r (QN 3).
+func (c *Core) appendAtomicResponse(r *irqEntry) {
+	t := &c.tx
+	b := c.lastHdr(wire.OpAtomicResponse, wire.QNResponse, t.msn[wire.QNResponse], 0, 0)
+	t.msn[wire.QNResponse]++
+	c.emit(wire.AppendAtomicResponse(b, &wire.AtomicResponse{RequestID: r.req.RequestID, OriginalValue: r.orig}), true)
+}

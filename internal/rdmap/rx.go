@@ -1,0 +1,340 @@
+package rdmap
+
+import (
+	"github.com/goiwarp/iwarp/internal/fpdu"
+	"github.com/goiwarp/iwarp/internal/mem"
+	"github.com/goiwarp/iwarp/internal/wire"
+)
+
+// Receive path: RxBuf hands out where the next received octets go (the
+// Decoder's staging, or registered memory under a transient pin held
+// until RxDone); RxDone lets the Decoder consume them and handles every
+// FPDU that became ready: its headers are validated (every check of
+// docs/spec, in siw's order) as soon as they are staged, its payload is
+// placed straight into the destination, and only after its CRC was
+// checked is anything completed or executed.
+
+// sinkKind says whose memory the current FPDU's payload goes to, which
+// decides what a region found invalid during the placement means.
+type sinkKind uint8
+
+const (
+	sinkNone   sinkKind = iota
+	sinkRemote          // a tagged Write's target: Terminate, as for an invalid STag
+	sinkORQ             // this side's oldest Read or Read V2: the WR fails, the QP goes to ERROR
+	sinkRecv            // the receive in use: the same
+)
+
+// recvInUse is a receive taken for a message being received.
+type recvInUse struct {
+	wr   RecvWR
+	gens []mem.Gen
+	slot uint64
+}
+
+type rxState struct {
+	d   *fpdu.Decoder
+	msn [4]uint32 // next MSN expected per QN
+
+	// The current FPDU: its DDP header and ULPDU length, what to do once
+	// its CRC was checked, and where its payload goes.
+	h     wire.DDPHeader
+	n     int
+	after afterAction
+	sink  sinkKind
+	// Direct placement: dst is a slice of dreg's bytes, written under a
+	// transient pin at dgen (pinned: RxBuf handed out part of it).
+	dst    []byte
+	dreg   *mem.Region
+	dgen   mem.Gen
+	pinned bool
+	// Scattered placement (the payload spans SGEs): staged in scratch,
+	// copied into the SGL at mo once the CRC was checked.
+	scat     bool
+	scatSGL  []SGE
+	scatGens []mem.Gen
+	scatMO   uint64
+	scatBuf  []byte
+	scratch  []byte
+
+	out     bool   // RxBuf handed out a buffer: RxDone not yet called
+	ended   bool   // RxEOF was called
+	dead    bool   // the Decoder is abandoned (Terminate, ERROR): input is discarded
+	discard []byte // where discarded input goes
+
+	// The untagged message being received on QN 0.
+	sendActive bool
+	sendMSN    uint32
+	sendOp     wire.Opcode
+	sendPlaced uint64
+	send       recvInUse
+
+	// Immediate Data (RFC 7306) between its header and its CRC check.
+	immActive bool
+	immOp     wire.Opcode
+	immRecv   recvInUse
+	imm       uint64
+
+	irqNew     irqEntry // a request accepted, queued once its CRC checked
+	atomicOrig uint64   // an Atomic Response's value
+
+	// A Send with Invalidate's STag, checked, to invalidate on completion.
+	invRegion *mem.Region
+	invSTag   uint32
+}
+
+type afterAction uint8
+
+const (
+	afterNothing     afterAction = iota
+	afterRecvDone                // a Send's last segment: complete the receive
+	afterReadDone                // a Read Response's last segment: complete the Read
+	afterQueueRead               // a Read or Read V2 Request: queue its response
+	afterAtomic                  // an Atomic Request: queue it, run it when its turn comes
+	afterAtomicDone              // an Atomic Response: complete the atomic
+	afterImmediate               // Immediate Data: complete the receive
+	afterSendImmDone             // V2 Send with Immediate: complete the receive
+	afterReadV2Done              // V2 Read V2 Response: complete the Read V2
+)
+
+func (rx *rxState) init(cfg Config, p Params) {
+	rx.d = fpdu.NewDecoder(cfg.Framing, cfg.RxOff)
+	rx.msn = [4]uint32{p.FirstPeerSendMSN, p.FirstPeerReadMSN, 1, 1}
+}
+
+// abandon stops decoding: from now on input is discarded (or refused).
+func (rx *rxState) abandon() {
+	rx.dead = true
+	rx.dst, rx.dreg, rx.scat, rx.scatSGL, rx.scatGens, rx.scatBuf = nil, nil, false, nil, nil, nil
+}
+
+// discardSize is the buffer RxBuf hands out while input is drained.
+const discardSize = 4 << 10
+
+// RxBuf returns where the next received octets go: a slice of the
+// Decoder's staging buffer, or of registered memory, pinned until RxDone.
+// It returns nil when no input is wanted (ERROR, after RxEOF, or after the
+// peer's Terminate). While a Terminate is being sent, input is drained: the
+// buffer is scratch. The caller reads into it, then calls RxDone with the
+// octets read (even 0, even after a failed read) before calling RxBuf
+// again.
+func (c *Core) RxBuf() []byte {
+	rx := &c.rx
+	switch {
+	case rx.ended || c.state == StateError:
+		return nil
+	case rx.dead:
+		if !c.termWanted {
+			return nil
+		}
+		if rx.discard == nil {
+			rx.discard = make([]byte, discardSize)
+		}
+		rx.out = true
+		return rx.discard
+	}
+	if rx.d.Step() != fpdu.NeedBytes {
+		c.process()
+		return c.RxBuf()
+	}
+	b := rx.d.Buf()
+	if rx.dreg != nil && within(b, rx.dst) {
+		if !rx.dreg.Pin(rx.dgen) {
+			c.lostPlacement()
+			return c.RxBuf()
+		}
+		rx.pinned = true
+	}
+	rx.out = true
+	return b
+}
+
+// RxDone reports that n octets were written into the buffer the last
+// RxBuf returned (0 <= n <= its length) and handles what they complete.
+func (c *Core) RxDone(n int) {
+	rx := &c.rx
+	if !rx.out {
+		return
+	}
+	rx.out = false
+	if n > 0 {
+		c.progress++
+	}
+	if !rx.dead {
+		rx.d.Advance(n)
+	}
+	if rx.pinned {
+		rx.pinned = false
+		rx.dreg.Unpin(rx.dgen) // after Advance: the CRC covers the octets as placed
+	}
+	c.process()
+}
+
+// RxEOF reports that the received stream ended: err nil for the peer's
+// FIN, else the connection's error. Inside an FPDU the end is a
+// truncation (Terminate LLP/0/0x01, as the Reader reports it); between
+// FPDUs it is the peer's close: ErrDisconnected after Disconnect, else
+// ErrPeerDisconnected. A connection error fails the QP without a
+// Terminate. After a Terminate this side sent, it ends the drain.
+func (c *Core) RxEOF(err error) {
+	rx := &c.rx
+	if rx.out {
+		c.RxDone(0)
+	}
+	if rx.ended {
+		return
+	}
+	rx.ended = true
+	switch {
+	case c.state == StateError:
+	case c.state == StateTerminate:
+		if !c.termWanted || c.termWritten {
+			c.toError(c.err)
+		}
+	case err != nil:
+		c.toError(&ConnectionError{Err: err})
+	case rx.d.Mid():
+		c.streamError(fpdu.ErrTruncated)
+	case c.state == StateClosing:
+		c.toError(ErrDisconnected)
+	default:
+		c.toError(ErrPeerDisconnected)
+	}
+}
+
+// process handles the FPDUs the Decoder has ready, until it needs octets
+// or the QP stops decoding.
+func (c *Core) process() {
+	rx := &c.rx
+	for !rx.dead {
+		switch rx.d.Step() {
+		case fpdu.NeedBytes:
+			return
+		case fpdu.NeedPlace:
+			c.onPlace()
+		case fpdu.FPDUDone:
+			c.onDone()
+		}
+	}
+}
+
+// onDone handles the end of an FPDU: a bad CRC or framing fails the
+// stream; otherwise what the FPDU completes is done now.
+func (c *Core) onDone() {
+	rx := &c.rx
+	if err := rx.d.Err(); err != nil {
+		c.streamError(err)
+		return
+	}
+	c.stats.FPDUsReceived++
+	c.stats.BytesReceived += uint64(rx.d.ULPDULen())
+	if rx.scat && !scatter(rx.scatSGL, rx.scatGens, rx.scatMO, rx.scatBuf) {
+		c.lostPlacement()
+		return
+	}
+	after := rx.after
+	rx.after, rx.sink = afterNothing, sinkNone
+	rx.dst, rx.dreg, rx.scat, rx.scatSGL, rx.scatGens, rx.scatBuf = nil, nil, false, nil, nil, nil
+	rx.d.Next()
+	switch after {
+	case afterRecvDone:
+		c.completeRecv(false)
+	case afterSendImmDone:
+		c.completeRecv(true)
+	case afterReadDone:
+		c.completeRead()
+	case afterReadV2Done:
+		rx.msn[wire.QNResponse]++
+		c.completeRead()
+	case afterQueueRead, afterAtomic:
+		c.irq.push(rx.irqNew)
+		rx.irqNew = irqEntry{}
+		if after == afterAtomic {
+			c.runAtomics()
+		}
+	case afterAtomicDone:
+		c.completeAtomic()
+	case afterImmediate:
+		c.completeImmediate()
+	}
+}
+
+// placeInto makes dst, bytes of region at generation g, the destination
+// of the current FPDU's payload; the caller holds a transient pin of
+// region at g across the call (octets already staged are copied now).
+func (c *Core) placeInto(dst []byte, region *mem.Region, g mem.Gen, sink sinkKind) {
+	rx := &c.rx
+	rx.dst, rx.dreg, rx.dgen, rx.sink = dst, region, g, sink
+	rx.d.Place(dst)
+}
+
+// placeLocal places the payload into dst, bytes of a local WR's region
+// recorded at generation g. It reports false if the region is no longer
+// valid at g (the WR failed, the QP went to ERROR).
+func (c *Core) placeLocal(dst []byte, region *mem.Region, g mem.Gen, sink sinkKind) bool {
+	if !region.Pin(g) {
+		c.rx.sink = sink
+		c.lostPlacement()
+		return false
+	}
+	c.placeInto(dst, region, g, sink)
+	region.Unpin(g)
+	return true
+}
+
+// placeSGL places the current FPDU's n payload octets into an SGL at
+// message offset mo: straight into the SGE that holds them all, or
+// through scratch when they span SGEs. The caller checked that they fit.
+func (c *Core) placeSGL(sgl []SGE, gens []mem.Gen, mo uint64, n int, sink sinkKind) bool {
+	rx := &c.rx
+	if n == 0 {
+		rx.d.Place(nil)
+		return true
+	}
+	one, off, _ := sglSpan(sgl, mo, uint64(n))
+	if one >= 0 {
+		s := &sgl[one]
+		return c.placeLocal(s.bytes()[off:off+uint64(n)], s.Region, gens[one], sink)
+	}
+	if cap(rx.scratch) < n {
+		rx.scratch = make([]byte, max(n, 4<<10))
+	}
+	rx.scat, rx.scatSGL, rx.scatGens, rx.scatMO, rx.scatBuf = true, sgl, gens, mo, rx.scratch[:n]
+	rx.sink = sink
+	rx.d.Place(rx.scatBuf)
+	return true
+}
+
+// lostPlacement handles a destination found invalid while the current
+// FPDU's payload was being placed: a Write's target is refused as an
+// invalid STag would be (Terminate DDP/1/0x00, docs/semantics.md rule 6);
+// a local WR's buffer fails that WR with StatusLocalProtection and moves
+// the QP to ERROR.
+func (c *Core) lostPlacement() {
+	rx := &c.rx
+	switch rx.sink {
+	case sinkRemote:
+		c.terminate(termDDP(ErrTargetInvalidated, &rx.h, rx.n))
+	case sinkORQ:
+		c.failWR(c.entry(*c.orq.at(0)))
+	default:
+		c.failRecv()
+	}
+	rx.abandon()
+}
+
+// failRecv completes the receive in use with a local protection error and
+// moves the QP to ERROR.
+func (c *Core) failRecv() {
+	rx := &c.rx
+	r := &rx.send
+	if rx.immActive {
+		r = &rx.immRecv
+	}
+	if rx.sendActive || rx.immActive {
+		c.pushRecv(Completion{Queue: RecvQueue, ID: r.wr.ID, Op: OpRecv, Status: StatusLocalProtection,
+			Err: ErrLocalProtection, Slot: r.slot}, nil)
+		rx.sendActive, rx.immActive = false, false
+	}
+	c.toError(ErrLocalProtection)
+}

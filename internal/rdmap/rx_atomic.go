@@ -1,0 +1,101 @@
+package rdmap
+
+import (
+	"encoding/binary"
+
+	"github.com/goiwarp/iwarp/internal/mem"
+	"github.com/goiwarp/iwarp/internal/wire"
+)
+
+// RFC 7306 atomics. The requester sends an Atomic Request on QN 1, sharing
+// its MSN sequence and the ORD credits with Read Requests, and completes
+// the WR when the Atomic Response (QN 3, its own MSN sequence) carrying the
+// same request identifier arrives. The responder validates the target,
+// queues the request behind earlier Read Responses (sharing IRD with
+// them) and performs it when its turn comes (irq.go), with sync/atomic in
+// internal/mem: atomic with respect to every QP of the Device and to the
+// local accessors.
+
+// rxAtomicRequest accepts an Atomic Request: length, operation code, MSN
+// (shared with Read Requests), IRD and the target (STag, PD, access,
+// bounds, then alignment) are checked now. Errors carry the DDP header and
+// no RDMA header (RFC 7306 §8.1).
+func (c *Core) rxAtomicRequest(h *wire.DDPHeader, body []byte, rest int) *TerminateError {
+	rx := &c.rx
+	if rest != wire.AtomicRequestLen {
+		return termDDP(wire.ErrShortRDMAPHeader, h, rx.n)
+	}
+	ar, err := wire.ParseAtomicRequest(body)
+	if err != nil {
+		return termDDP(err, h, rx.n) // unknown AOpCode: RDMAP/2/0x06
+	}
+	if h.MSN != rx.msn[wire.QNReadReq] {
+		return termDDP(errAtomicReqMSN, h, rx.n)
+	}
+	if c.irq.len() >= c.p.IRD {
+		return termDDP(ErrIRDExceeded, h, rx.n)
+	}
+	_, region, g, why := c.cfg.Table.PinRemote(mem.STag(ar.STag), c.cfg.PD, mem.AccessRemoteAtomic, ar.TO, 8)
+	if why != mem.OK {
+		return termDDP(placementError(why.RDMAPCode(), why), h, rx.n)
+	}
+	region.Unpin(g) // recorded, not pinned: it is pinned again when it runs
+	if ar.TO%8 != 0 {
+		return termDDP(placementError(mem.Misaligned.RDMAPCode(), mem.Misaligned), h, rx.n)
+	}
+	rx.msn[wire.QNReadReq]++
+	e := irqEntry{kind: irqAtomic, req: ar, region: region, gen: g, segLen: uint16(rx.n)}
+	wire.AppendDDPHeader(e.hdr[:0], h)
+	rx.irqNew = e
+	rx.after = afterAtomic
+	rx.d.Place(nil)
+	return nil
+}
+
+// rxAtomicResponse matches an Atomic Response to this side's oldest
+// outstanding request, which must be an atomic with the same identifier.
+func (c *Core) rxAtomicResponse(h *wire.DDPHeader, body []byte, rest int) *TerminateError {
+	rx := &c.rx
+	if rest != wire.AtomicResponseLen {
+		return termDDP(wire.ErrShortRDMAPHeader, h, rx.n)
+	}
+	resp, err := wire.ParseAtomicResponse(body)
+	if err != nil {
+		return termDDP(err, h, rx.n)
+	}
+	if h.MSN != rx.msn[wire.QNResponse] {
+		return termDDP(errAtomicRespMSN, h, rx.n)
+	}
+	e := c.oldestORQ()
+	if e == nil || !e.wr.Op.atomic() {
+		return termDDP(ErrUnexpectedAtomicResponse, h, rx.n)
+	}
+	if resp.RequestID != uint32(e.seq) {
+		return termDDP(ErrAtomicResponseID, h, rx.n)
+	}
+	rx.msn[wire.QNResponse]++
+	rx.atomicOrig = resp.OriginalValue
+	rx.after = afterAtomicDone
+	rx.d.Place(nil)
+	return nil
+}
+
+// completeAtomic completes the oldest outstanding request, an atomic,
+// storing the original value in the completion and, under a transient
+// pin, in its result SGE (host byte order).
+func (c *Core) completeAtomic() {
+	e := c.oldestORQ()
+	e.original = c.rx.atomicOrig
+	if len(e.wr.SGL) == 1 {
+		s := &e.wr.SGL[0]
+		if !s.Region.Pin(e.gens[0]) {
+			c.failWR(e)
+			return
+		}
+		binary.NativeEndian.PutUint64(s.bytes(), e.original)
+		s.Region.Unpin(e.gens[0])
+	}
+	c.orq.pop()
+	e.complete = true
+	c.advanceSQ()
+}

@@ -1,0 +1,98 @@
+package rdmap
+
+import "github.com/goiwarp/iwarp/internal/mem"
+
+// sqEntry is one send work request, from PostSend until its slot is
+// released.
+type sqEntry struct {
+	wr   SendWR    // SGL points into Core.sqSGE
+	gens []mem.Gen // gens[i]: wr.SGL[i].Region's generation at post time
+	seq  uint64
+
+	complete bool
+	cqe      bool // a completion was reported for it
+	released bool // its completion was consumed: the slot may be reused
+	status   Status
+	err      error
+
+	inline   []byte // Inline: the payload, copied at post time
+	size     uint64 // payload bytes (Read: bytes to read)
+	read     uint64 // Read, Read V2: response bytes placed
+	original uint64 // atomic: the value found at the target
+	sinkSTag uint32 // Read: the sink STag and TO named in the request
+	sinkTO   uint64
+	// inv is the invalidation a Local Invalidate or a Read with
+	// Invalidate began: the WR's completion waits until it drained.
+	inv *mem.Invalidation
+	// leased: the SGL's regions are leased while the message is sent.
+	leased  bool
+	stalled bool // counted once in ORDStalls
+}
+
+// entry returns the send-queue entry of sequence number seq.
+func (c *Core) entry(seq uint64) *sqEntry { return &c.sq[seq%uint64(len(c.sq))] }
+
+// advanceSQ reports the send-queue completions that are due, in posting
+// order: a signaled WR's, and any failed one's.
+func (c *Core) advanceSQ() {
+	for c.sqDone < c.sqNext {
+		e := c.entry(c.sqDone)
+		if !e.complete || !c.drained(&e.inv) {
+			return
+		}
+		c.sqDone++
+		c.progress++
+		signaled := e.wr.Flags&Signaled != 0
+		if !signaled && e.status == StatusSuccess {
+			continue
+		}
+		comp := Completion{Queue: SendQueue, ID: e.wr.ID, Status: e.status, Op: e.wr.Op, Len: uint32(e.size),
+			Err: e.err, Original: e.original, Signaled: signaled, Slot: e.seq}
+		if e.wr.Op.atomic() {
+			comp.Len = 8
+		}
+		e.cqe = true
+		c.out = append(c.out, comp)
+	}
+}
+
+// failWR completes e with a local protection error (its buffer was
+// invalidated, deregistered or re-keyed) and fails the QP, as verbs does:
+// every other outstanding WR is flushed.
+func (c *Core) failWR(e *sqEntry) {
+	if !e.complete {
+		e.complete, e.status, e.err = true, StatusLocalProtection, ErrLocalProtection
+	}
+	c.toError(ErrLocalProtection)
+}
+
+// ReleaseSend frees the slot of the send WR whose completion (Slot) was
+// consumed, and the slots of the unsignaled WRs before it (verbs: an
+// unsignaled WR's slot is freed by a later completion). Slots are reused
+// in order, so the free pointer advances over released entries only.
+func (c *Core) ReleaseSend(slot uint64) {
+	if slot < c.sqFree || slot >= c.sqDone {
+		return
+	}
+	c.entry(slot).released = true
+	for s := slot; s > c.sqFree; s-- {
+		e := c.entry(s - 1)
+		if e.cqe {
+			break
+		}
+		e.released = true
+	}
+	for c.sqFree < c.sqDone && c.entry(c.sqFree).released {
+		*c.entry(c.sqFree) = sqEntry{}
+		c.sqFree++
+	}
+}
+
+// ReleaseRecv frees the slot of a receive of the Core's own receive queue
+// whose completion (Slot) was consumed. With a shared receive queue the
+// shell releases the slot in its queue instead.
+func (c *Core) ReleaseRecv(slot uint64) {
+	if c.rq != nil {
+		c.rq.Release(slot)
+	}
+}
