@@ -102,26 +102,26 @@ func (r *Region) EndLease(g Gen, h Holder) {
 // A lease holder brackets every system call or copy on leased bytes with
 // PinLeased and Unpin(g).
 func (r *Region) PinLeased(g Gen, h Holder) bool {
-	if r.Pin(g) {
-		return true
-	}
+	return r.Pin(g) || r.pinLeasedSlow(g, h)
+}
+
+// pinLeasedSlow is PinLeased after Pin failed: the generation g has ended
+// (or the region is invalid at it).
+func (r *Region) pinLeasedSlow(g Gen, h Holder) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if l, ok := r.leases[leaseKey{h, g}]; !ok || l.revoked {
 		return false
 	}
-	// g is older than the current generation (the lease was taken while it
-	// was current and Begins run under mu): count the pin where Unpin(g)
-	// will look for it.
+	// A lease is taken only while g is current and valid, and a Begin (which
+	// runs under mu, like this) ends g: g is older than the current
+	// generation now. Count the pin where Unpin(g) will look for it.
 	for {
 		w := r.life.Load()
-		if a := age(w, g); a > 1 {
+		a := age(w, g)
+		if a > 1 {
 			r.stale.Add(1)
 			return true
-		} else if a == 0 {
-			// Valid at g again is impossible (generations only advance), but
-			// an invalid current generation g would be: refuse it.
-			return false
 		}
 		sh := slotShift(g)
 		if w>>sh&pinMax == pinMax {
