@@ -46,6 +46,9 @@ type Handle struct {
 // The Handle must be closed before the connection is: while it is
 // registered, the descriptor must stay the socket's.
 func (p *Poller) Register(c syscall.Conn, r Handler) (*Handle, error) {
+	if r == nil {
+		return nil, errors.New("a connection registered for polling needs a Handler")
+	}
 	rc, err := c.SyscallConn()
 	if err != nil {
 		return nil, ErrUnsupported

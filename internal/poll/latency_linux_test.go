@@ -66,19 +66,28 @@ func echoReady(tb testing.TB, p *Poller, c *net.TCPConn, fail chan<- error) {
 // pingPong makes rounds round trips of msgSize octets on c, appending each
 // one's duration to lat.
 func pingPong(tb testing.TB, c net.Conn, rounds int, lat []time.Duration) []time.Duration {
+	lat, err := pingPongErr(c, rounds, lat)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return lat
+}
+
+// pingPongErr is pingPong for any goroutine: it returns its error.
+func pingPongErr(c net.Conn, rounds int, lat []time.Duration) ([]time.Duration, error) {
 	msg, reply := make([]byte, msgSize), make([]byte, msgSize)
 	c.SetReadDeadline(time.Now().Add(bound))
 	for range rounds {
 		start := time.Now()
 		if _, err := c.Write(msg); err != nil {
-			tb.Fatal(err)
+			return lat, err
 		}
 		if _, err := io.ReadFull(c, reply); err != nil {
-			tb.Fatalf("no answer (a lost wake-up?): %v", err)
+			return lat, fmt.Errorf("no answer (a lost wake-up?): %w", err)
 		}
 		lat = append(lat, time.Since(start))
 	}
-	return lat
+	return lat, nil
 }
 
 // stats is the median, the 99th percentile, the maximum and how many round
@@ -180,4 +189,42 @@ func BenchmarkPingPong(b *testing.B) {
 			b.ReportMetric(float64(s.p99.Nanoseconds()), "p99-ns")
 		})
 	}
+}
+
+// Many connections answered from Ready at once, so that sockets become
+// ready while the Poller's goroutine is busy with others: every round trip
+// is answered (a lost wake-up fails the client's read deadline).
+func TestManyConnectionsAnsweredFromReady(t *testing.T) {
+	conns, rounds := 64, 300
+	if testing.Short() || raceEnabled {
+		rounds = 50
+	}
+	p := newPoller(t)
+	d := newDialer(t)
+	fail := make(chan error, conns)
+	results := make(chan []time.Duration, conns)
+	for range conns {
+		local, peer := d.pair()
+		echoReady(t, p, local, fail)
+		go func() {
+			lat, err := pingPongErr(peer, rounds, nil)
+			if err != nil {
+				fail <- err
+			}
+			results <- lat
+		}()
+	}
+	var all []time.Duration
+	for range conns {
+		select {
+		case lat := <-results:
+			all = append(all, lat...)
+		case err := <-fail:
+			t.Fatal(err)
+		}
+	}
+	if len(all) != conns*rounds {
+		t.Fatalf("%d round trips answered, want %d", len(all), conns*rounds)
+	}
+	t.Logf("%d connections, %d round trips each: %v", conns, rounds, summarise(all))
 }

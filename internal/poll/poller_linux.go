@@ -191,10 +191,14 @@ func (p *Poller) dispatch(events []syscall.EpollEvent) bool {
 		// The Arm that caused this event held h.mu: taking it makes what
 		// the arming goroutine did before Arm happen before Ready, in
 		// the terms of Go's memory model (and of the race detector,
-		// which does not see the kernel's part).
+		// which does not see the kernel's part). A Close that began
+		// meanwhile waits for this call, which then does nothing.
 		h.mu.Lock()
-		h.mu.Unlock() //lint:ignore SA2001 the empty section is the point: it orders Arm before Ready
-		r.Ready()
+		closing := h.closed
+		h.mu.Unlock()
+		if !closing {
+			r.Ready()
+		}
 		p.mu.Lock()
 		p.running = nil
 		if p.waiting > 0 {
