@@ -25,6 +25,7 @@ var rank = map[string]int{
 	"internal/mem":       3,
 	"internal/rdmap":     4,
 	"internal/engine":    5,
+	"internal/verbs":     5, // the rebuilt engine's shell: QP, CQ, SRQ around internal/rdmap (replaces internal/engine)
 	"":                   6, // the root package: the public verbs API
 	"internal/capture":   10,
 	"internal/decode":    11,
