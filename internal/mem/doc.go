@@ -70,7 +70,11 @@
 // the new key: that order is why PinRemote (pin on the life word, then load
 // the state word) never accepts an old key at a new generation. Pins of the
 // generation before the previous one move to a separate count (stale) in
-// the Begin that reuses their slot. Generations count modulo 2^24: a WR
-// posted 2^24 generation changes ago would pin again (the region is valid
-// and registered then, so no memory outside a registration is touched).
+// the Begin that reuses their slot. Generations count modulo 2^24: a pin or
+// lease held while its region changes generation 2^24 times or more would
+// be miscounted (a transient pin lasts one copy or system call, a lease one
+// message), and a WR posted 2^24 generation changes ago would pin again
+// (the region is valid and registered then, so no memory outside a
+// registration is touched). A generation holds at most 2^19-1 transient
+// pins at once; one more panics (a pin leak).
 package mem

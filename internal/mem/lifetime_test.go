@@ -385,3 +385,35 @@ func TestBlockingCallsRevoke(t *testing.T) {
 		t.Fatalf("Deregister after a revoked one: %v", err)
 	}
 }
+
+// TestNothingToInvalidate: an invalidation of an STag a re-key replaced does
+// nothing, but its handle still waits for the re-key's pending drain, and
+// InvalidateSTag (the engine's call) returns only after it.
+func TestNothingToInvalidate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tab := NewTable(TableOptions{})
+		r, _ := newRegion(t, tab, 1, 64, AccessRemoteWrite, 0)
+		old, g := r.STag(), r.Gen()
+		r.Pin(g)
+		ns, _, _ := tab.BeginRekey(r, AccessRemoteWrite)
+		inv, why := tab.BeginInvalidate(r, old)
+		if why != InvalidateUnknown || inv.Drained() || inv.Gen() != g {
+			t.Fatalf("stale STag: %v, drained %v, gen %d", why, inv.Drained(), inv.Gen())
+		}
+		done := make(chan error, 1)
+		go func() { done <- tab.InvalidateSTag(t.Context(), r, old) }()
+		synctest.Wait()
+		select {
+		case err := <-done:
+			t.Fatalf("InvalidateSTag returned %v with the old generation pinned", err)
+		default:
+		}
+		r.Unpin(g)
+		if err := <-done; err != nil || !inv.Drained() {
+			t.Fatalf("after the Unpin: %v, drained %v", err, inv.Drained())
+		}
+		if !r.Valid() || r.STag() != ns {
+			t.Fatal("the stale invalidation changed the re-keyed region")
+		}
+	})
+}
