@@ -25,7 +25,8 @@ type Handle struct {
 	gen     uint32
 
 	// mu orders Arm and Disarm against Close, so that no epoll_ctl of a
-	// closed Handle can reach a later registration of the same socket.
+	// closed Handle can reach a later registration of the same socket,
+	// and Arm before the Ready it causes (dispatch takes it).
 	mu     sync.Mutex
 	closed bool
 	op     int // the epoll_ctl of ctlFn, its event and its result (mu held)
@@ -43,8 +44,10 @@ type Handle struct {
 // has no descriptor epoll can watch or its descriptor is in blocking mode
 // (Go's network connections never are), and ErrClosed after Close.
 //
-// The Handle must be closed before the connection is: while it is
-// registered, the descriptor must stay the socket's.
+// Close the Handle when the connection is done with, before or after
+// closing the connection (closing the connection ends the registration in
+// the kernel, and Arm then fails, but the Handle keeps its slot until
+// Close).
 func (p *Poller) Register(c syscall.Conn, r Handler) (*Handle, error) {
 	if r == nil {
 		return nil, errors.New("a connection registered for polling needs a Handler")

@@ -49,6 +49,50 @@ func TestReadyOncePerArm(t *testing.T) {
 	}
 }
 
+// Arming an armed Handle changes nothing: ten Arms while the Poller's
+// goroutine is busy (parked in another Handle's Ready, so that it takes no
+// event in between) make one call of Ready.
+func TestArmIdempotent(t *testing.T) {
+	p := newPoller(t)
+	flush := barrier(t, p)
+	local, peer := tcpPair(t)
+	s := newSignal()
+	h := register(t, p, local, s)
+	write(t, peer, "x")
+	waitReadable(t, local)
+	busy := parkReady(t, p)
+	for range 10 {
+		arm(t, h)
+	}
+	busy.release <- struct{}{}
+	s.wait(t, "ten Arms")
+	flush()
+	if n := s.calls.Load(); n != 1 {
+		t.Fatalf("Ready called %d times for ten Arms in a row, want 1", n)
+	}
+}
+
+// Disarm withdraws an Arm: bytes then call nothing until the next Arm.
+func TestDisarm(t *testing.T) {
+	p := newPoller(t)
+	flush := barrier(t, p)
+	local, peer := tcpPair(t)
+	s := newSignal()
+	h := register(t, p, local, s)
+	arm(t, h)
+	if err := h.Disarm(); err != nil {
+		t.Fatal(err)
+	}
+	write(t, peer, "x")
+	waitReadable(t, local)
+	flush()
+	if n := s.calls.Load(); n != 0 {
+		t.Fatalf("Ready called %d times while disarmed", n)
+	}
+	arm(t, h)
+	s.wait(t, "Arm after Disarm")
+}
+
 // Bytes that arrive while the Handle is disarmed (the receive token's
 // holder is releasing it) make the next Arm call Ready without waiting for
 // anything: the median from Arm to Ready is far below any timer's period.

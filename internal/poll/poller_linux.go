@@ -127,10 +127,10 @@ func (p *Poller) run() {
 	err := p.rc.Read(p.waitFn)
 	p.mu.Lock()
 	if !p.closed {
-		if err == nil {
-			err = p.failed
+		if p.failed == nil { // the wait's own error, not epoll_wait's
+			p.failed = err
 		}
-		p.failed = fmt.Errorf("connection poller stopped: %w", err)
+		p.failed = fmt.Errorf("connection poller stopped: %w", p.failed)
 		p.closed = true
 	}
 	p.mu.Unlock()
