@@ -145,11 +145,13 @@ func (c *Core) flush() {
 		}
 	}
 	for c.irq.len() > 0 {
+		c.irq.at(0).endLease(c.holder)
 		c.irq.pop()
 	}
 	for c.orq.len() > 0 {
 		c.orq.pop()
 	}
+	rx.irqNew.endLease(c.holder) // a request whose FPDU did not end well
 	rx.irqNew = irqEntry{}
 }
 

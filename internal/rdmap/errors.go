@@ -174,10 +174,6 @@ var (
 	// A continuing segment of an untagged message whose opcode is not the
 	// first segment's (a Send with Immediate ended by a plain Send).
 	ErrSegmentOpcode = &wire.ProtocolError{What: "segment's opcode differs from its message's first segment", Code: wire.TermRDMAPUnexpectedOpcode}
-	// The source of a Read Request, or the target of an Atomic Request,
-	// passed its checks when the request arrived but was invalidated,
-	// deregistered or re-keyed before the response could be generated.
-	ErrSourceInvalidated = &wire.ProtocolError{What: "the requested region was invalidated before the response", Code: wire.TermRDMAPInvalidSTag}
 	// A tagged Write's target was invalidated or deregistered while the
 	// segment was being placed: the rest of it is refused as any later
 	// segment is (docs/semantics.md rule 6).

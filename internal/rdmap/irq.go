@@ -8,9 +8,12 @@ import (
 // The responder side: the peer's Read, Read V2 and Atomic Requests wait in
 // the IRQ (at most IRD) in arrival order and are answered in that order.
 // A request's source or target is checked when it arrives (the Terminate
-// codes of docs/wire.md), and its region and generation are recorded
-// without a pin; the bytes are read when the response is generated, under
-// a lease.
+// codes of docs/wire.md) and leased at once: the peer is owed the
+// response, so an invalidation that comes later (a Send with Invalidate in
+// the same burst, a local Deregister) waits for it rather than failing it,
+// and a deregistration whose context ends revokes the lease. The bytes are
+// read (or the atomic run) when the response is generated, under
+// PinLeased.
 //
 // Read then Atomic (RFC 7306 §7, defect 13): "Atomic Response Message will
 // not be generated until RDMA Read Response has been generated". An
@@ -40,27 +43,23 @@ type irqEntry struct {
 	region *mem.Region
 	gen    mem.Gen
 
-	// An atomic: the request, its target, and once done the value found.
+	// leased: the entry holds a lease of region at gen (until its
+	// response starts, when the transmit path takes the lease over, or
+	// its atomic ran).
+	leased bool
+
+	// An atomic: the request, and once done the value found.
 	req  wire.AtomicRequest
 	done bool
 	orig uint64
-
-	// The request's DDP header (re-encoded) and, for a Read Request, its
-	// RDMA header, with the segment's length: a Terminate attaches them
-	// if the region is found invalid when the response is generated.
-	hdr    [wire.UntaggedHdrLen + wire.ReadRequestLen]byte
-	segLen uint16
 }
 
-// termError is the Terminate for a request whose region became invalid
-// before its response was generated.
-func (r *irqEntry) termError() *TerminateError {
-	te := &TerminateError{Sent: true, Code: ErrSourceInvalidated.Code, Cause: ErrSourceInvalidated, segLen: r.segLen,
-		ddpHdr: append([]byte(nil), r.hdr[:wire.UntaggedHdrLen]...)}
-	if r.kind == irqRead {
-		te.rdmaHdr = append([]byte(nil), r.hdr[wire.UntaggedHdrLen:]...)
+// endLease ends the lease the entry holds, if any.
+func (r *irqEntry) endLease(h mem.Holder) {
+	if r.leased {
+		r.region.EndLease(r.gen, h)
+		r.leased = false
 	}
-	return te
 }
 
 // respCopy reports whether a response's payload is copied into the
@@ -69,15 +68,12 @@ func (r *irqEntry) termError() *TerminateError {
 func (c *Core) respCopy(r *irqEntry) bool { return c.cfg.Framing.CRC || r.size <= copyMax }
 
 // startResponse makes r, the IRQ's oldest request (a Read or Read V2),
-// the message being sent, leasing its source.
+// the message being sent; its source's lease moves to the transmit path.
 func (c *Core) startResponse(r *irqEntry) {
 	t := &c.tx
-	if r.size > 0 {
-		if !r.region.Lease(r.gen, c.holder) {
-			c.terminate(r.termError())
-			return
-		}
+	if r.leased {
 		t.leases.push(leaseRec{r: r.region, g: r.gen})
+		r.leased = false
 	}
 	t.cur = txMsg{kind: txResp, r: r, size: r.size}
 }
@@ -117,8 +113,8 @@ func (c *Core) runAtomics() {
 		if r.done {
 			continue
 		}
-		if !r.region.Pin(r.gen) {
-			c.terminate(r.termError())
+		if !r.region.PinLeased(r.gen, c.holder) {
+			c.Fail(ErrLeaseRevoked)
 			return
 		}
 		a := &r.req
@@ -128,6 +124,7 @@ func (c *Core) runAtomics() {
 			r.orig = r.region.AtomicFetchAdd(a.TO, a.AddSwapData, a.AddSwapMask)
 		}
 		r.region.Unpin(r.gen)
+		r.endLease(c.holder)
 		r.done = true
 	}
 }

@@ -36,17 +36,18 @@ func (c *Core) rxAtomicRequest(h *wire.DDPHeader, body []byte, rest int) *Termin
 		return termDDP(ErrIRDExceeded, h, rx.n)
 	}
 	_, region, g, why := c.cfg.Table.PinRemote(mem.STag(ar.STag), c.cfg.PD, mem.AccessRemoteAtomic, ar.TO, 8)
+	if why == mem.OK && ar.TO%8 != 0 {
+		region.Unpin(g)
+		why = mem.Misaligned
+	}
+	if why == mem.OK && !c.leaseRemote(region, g) {
+		why = mem.InvalidSTag
+	}
 	if why != mem.OK {
 		return termDDP(placementError(why.RDMAPCode(), why), h, rx.n)
 	}
-	region.Unpin(g) // recorded, not pinned: it is pinned again when it runs
-	if ar.TO%8 != 0 {
-		return termDDP(placementError(mem.Misaligned.RDMAPCode(), mem.Misaligned), h, rx.n)
-	}
 	rx.msn[wire.QNReadReq]++
-	e := irqEntry{kind: irqAtomic, req: ar, region: region, gen: g, segLen: uint16(rx.n)}
-	wire.AppendDDPHeader(e.hdr[:0], h)
-	rx.irqNew = e
+	rx.irqNew = irqEntry{kind: irqAtomic, req: ar, region: region, gen: g, leased: true}
 	rx.after = afterAtomic
 	rx.d.Place(nil)
 	return nil

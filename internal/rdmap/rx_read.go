@@ -26,22 +26,31 @@ func (c *Core) acceptRequest(h *wire.DDPHeader, kind irqKind, msnErr *wire.Proto
 	if c.irq.len() >= c.p.IRD {
 		return term(ErrIRDExceeded)
 	}
-	e := irqEntry{kind: kind, size: size, segLen: uint16(rx.n)}
-	wire.AppendDDPHeader(e.hdr[:0], h)
-	copy(e.hdr[wire.UntaggedHdrLen:], rdma)
+	e := irqEntry{kind: kind, size: size}
 	if size > 0 { // a zero-length Read (a Read RTR) is never STag-checked
 		src, region, g, why := c.cfg.Table.PinRemote(mem.STag(stag), c.cfg.PD, mem.AccessRemoteRead, to, size)
+		if why == mem.OK && !c.leaseRemote(region, g) {
+			why = mem.InvalidSTag
+		}
 		if why != mem.OK {
 			return term(placementError(why.RDMAPCode(), why))
 		}
-		region.Unpin(g) // recorded, not pinned: the response leases it
-		e.src, e.region, e.gen = src, region, g
+		e.src, e.region, e.gen, e.leased = src, region, g, true
 	}
 	rx.msn[wire.QNReadReq]++
 	rx.irqNew = e
 	rx.after = afterQueueRead
 	rx.d.Place(nil)
 	return nil
+}
+
+// leaseRemote turns the transient pin PinRemote took on region at g into
+// a lease; it fails if an invalidation began in between (the request
+// then meets an invalid STag).
+func (c *Core) leaseRemote(region *mem.Region, g mem.Gen) bool {
+	ok := region.Lease(g, c.holder)
+	region.Unpin(g)
+	return ok
 }
 
 // rxReadRequest accepts the peer's Read Request: length, MSN, IRD and the
