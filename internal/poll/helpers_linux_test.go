@@ -199,3 +199,39 @@ func barrier(t testing.TB, p *Poller) func() {
 		}
 	}
 }
+
+// fixture is a Poller with a barrier, and one registered socket whose
+// Ready calls a signal.
+type fixture struct {
+	p           *Poller
+	flush       func()
+	local, peer *net.TCPConn
+	s           *signal
+	h           *Handle
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := &fixture{p: newPoller(t), s: newSignal()}
+	f.flush = barrier(t, f.p)
+	f.local, f.peer = tcpPair(t)
+	f.h = register(t, f.p, f.local, f.s)
+	return f
+}
+
+// present writes s from the peer and returns once it is in the socket.
+func (f *fixture) present(t *testing.T, s string) {
+	t.Helper()
+	write(t, f.peer, s)
+	waitReadable(t, f.local)
+}
+
+// expectCalls fails unless Ready was called n times in all, once the
+// Poller has dispatched every event owed so far.
+func (f *fixture) expectCalls(t *testing.T, n int64, what string) {
+	t.Helper()
+	f.flush()
+	if got := f.s.calls.Load(); got != n {
+		t.Fatalf("Ready called %d times %s, want %d", got, what, n)
+	}
+}

@@ -16,35 +16,19 @@ import (
 // Ready is called once per Arm: after it fired, more bytes call nothing
 // until the next Arm, which calls it at once for the bytes already there.
 func TestReadyOncePerArm(t *testing.T) {
-	p := newPoller(t)
-	flush := barrier(t, p)
-	local, peer := tcpPair(t)
-	s := newSignal()
-	h := register(t, p, local, s)
+	f := newFixture(t)
+	f.present(t, "1")
+	f.expectCalls(t, 0, "before Arm")
 
-	write(t, peer, "1")
-	waitReadable(t, local)
-	flush()
-	if n := s.calls.Load(); n != 0 {
-		t.Fatalf("Ready called %d times before Arm", n)
-	}
+	arm(t, f.h)
+	f.s.wait(t, "first Arm")
+	f.present(t, "2") // not read: the socket stays readable, disarmed
+	f.expectCalls(t, 1, "for one Arm")
 
-	arm(t, h)
-	s.wait(t, "first Arm")
-	write(t, peer, "2") // not read: the socket stays readable, disarmed
-	waitReadable(t, local)
-	flush()
-	if n := s.calls.Load(); n != 1 {
-		t.Fatalf("Ready called %d times for one Arm, want 1", n)
-	}
-
-	arm(t, h) // the bytes are there already: no more writes
-	s.wait(t, "second Arm, no new bytes")
-	flush()
-	if n := s.calls.Load(); n != 2 {
-		t.Fatalf("Ready called %d times for two Arms, want 2", n)
-	}
-	if got, err := drain(h); got != "12" || err != nil {
+	arm(t, f.h) // the bytes are there already: no more writes
+	f.s.wait(t, "second Arm, no new bytes")
+	f.expectCalls(t, 2, "for two Arms")
+	if got, err := drain(f.h); got != "12" || err != nil {
 		t.Fatalf("read %q, %v; want \"12\"", got, err)
 	}
 }
@@ -53,44 +37,28 @@ func TestReadyOncePerArm(t *testing.T) {
 // goroutine is busy (parked in another Handle's Ready, so that it takes no
 // event in between) make one call of Ready.
 func TestArmIdempotent(t *testing.T) {
-	p := newPoller(t)
-	flush := barrier(t, p)
-	local, peer := tcpPair(t)
-	s := newSignal()
-	h := register(t, p, local, s)
-	write(t, peer, "x")
-	waitReadable(t, local)
-	busy := parkReady(t, p)
+	f := newFixture(t)
+	f.present(t, "x")
+	busy := parkReady(t, f.p)
 	for range 10 {
-		arm(t, h)
+		arm(t, f.h)
 	}
 	busy.release <- struct{}{}
-	s.wait(t, "ten Arms")
-	flush()
-	if n := s.calls.Load(); n != 1 {
-		t.Fatalf("Ready called %d times for ten Arms in a row, want 1", n)
-	}
+	f.s.wait(t, "ten Arms")
+	f.expectCalls(t, 1, "for ten Arms in a row")
 }
 
 // Disarm withdraws an Arm: bytes then call nothing until the next Arm.
 func TestDisarm(t *testing.T) {
-	p := newPoller(t)
-	flush := barrier(t, p)
-	local, peer := tcpPair(t)
-	s := newSignal()
-	h := register(t, p, local, s)
-	arm(t, h)
-	if err := h.Disarm(); err != nil {
+	f := newFixture(t)
+	arm(t, f.h)
+	if err := f.h.Disarm(); err != nil {
 		t.Fatal(err)
 	}
-	write(t, peer, "x")
-	waitReadable(t, local)
-	flush()
-	if n := s.calls.Load(); n != 0 {
-		t.Fatalf("Ready called %d times while disarmed", n)
-	}
-	arm(t, h)
-	s.wait(t, "Arm after Disarm")
+	f.present(t, "x")
+	f.expectCalls(t, 0, "while disarmed")
+	arm(t, f.h)
+	f.s.wait(t, "Arm after Disarm")
 }
 
 // Bytes that arrive while the Handle is disarmed (the receive token's
