@@ -176,6 +176,7 @@ func BenchmarkPingPong(b *testing.B) {
 			}
 			pingPong(b, peer, 500, nil)
 			lat := make([]time.Duration, 0, b.N)
+			b.ReportAllocs()
 			b.ResetTimer()
 			lat = pingPong(b, peer, b.N, lat)
 			b.StopTimer()

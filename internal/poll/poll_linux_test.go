@@ -204,8 +204,12 @@ func TestHangupFiresReady(t *testing.T) {
 		peer.Close()
 		s.wait(t, "hang-up")
 		_, err := h.Read(make([]byte, 8))
-		if want := error(io.EOF); reset && !errors.Is(err, syscall.ECONNRESET) || !reset && err != want {
-			t.Errorf("reset=%v: Read after the hang-up: %v", reset, err)
+		want := io.EOF
+		if reset {
+			want = syscall.ECONNRESET
+		}
+		if !errors.Is(err, want) {
+			t.Errorf("Read after the hang-up (reset %v): %v, want %v", reset, err, want)
 		}
 		h.Close()
 	}
@@ -325,4 +329,35 @@ func TestReregisterSameSocket(t *testing.T) {
 		t.Fatalf("the closed Handle's Ready was called %d times", n)
 	}
 	h2.Close()
+}
+
+// Arm, Disarm and the non-blocking calls allocate nothing: the shell makes
+// them per message.
+func TestNoAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	f := newFixture(t)
+	buf, bufs := make([]byte, 16), [][]byte{make([]byte, 8), make([]byte, 8)}
+	one, ones := []byte("x"), [][]byte{[]byte("y"), []byte("z")}
+	allocs := testing.AllocsPerRun(200, func() {
+		if f.h.Arm() != nil || f.h.Disarm() != nil {
+			t.Fatal("Arm or Disarm failed")
+		}
+		if _, err := f.h.Read(buf); err != ErrWouldBlock {
+			t.Fatal(err)
+		}
+		if _, err := f.h.Readv(bufs); err != ErrWouldBlock {
+			t.Fatal(err)
+		}
+		if n, err := f.h.Write(one); n != 1 {
+			t.Fatal(err)
+		}
+		if n, err := f.h.Writev(ones); n != 2 {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%.1f allocations per Arm, Disarm, Read, Readv, Write and Writev", allocs)
+	}
 }
