@@ -98,8 +98,11 @@ func (p *Poller) Register(c syscall.Conn, r Handler) (*Handle, error) {
 // the socket was disarmed are reported without waiting for more. It may be
 // called from any goroutine, from inside Ready too, and concurrently with
 // Ready; arming an armed Handle changes nothing (if the event was already
-// taken, Ready may run once more). It returns ErrClosed once the Handle or
-// the Poller is closed: the caller must then read by other means.
+// taken, Ready may run once more). What the caller did before Arm happens
+// before the Ready it causes (in the sense of Go's memory model). It
+// returns ErrClosed once the Handle or the Poller is closed, and the
+// connection's error once the connection is closed: the caller must then
+// read by other means, or stop.
 func (h *Handle) Arm() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
