@@ -299,3 +299,90 @@ func TestDeregisterEnds(t *testing.T) {
 		t.Fatalf("third Deregister: %v", err)
 	}
 }
+
+// leaseWorker holds a lease across many accesses (as a Read Response being
+// sent does), writing a new value each time.
+type leaseWorker struct {
+	revoked atomic.Bool
+	loops   atomic.Int64
+	writes  atomic.Int64
+}
+
+func (h *leaseWorker) Revoke(*Region) { h.revoked.Store(true) }
+
+func (h *leaseWorker) run(r *Region, mark byte, stop *atomic.Bool) {
+	for !stop.Load() {
+		h.loops.Add(1)
+		g := r.Gen()
+		if !r.Lease(g, h) {
+			runtime.Gosched()
+			continue
+		}
+		// Only PinLeased says when to stop: a revoked worker that did not
+		// look at its flag still cannot write.
+		for i := 0; i < 64; i++ {
+			if !r.PinLeased(g, h) {
+				break
+			}
+			runtime.Gosched()                                      // a system call in progress under the pin
+			r.Bytes()[int(mark-1)*16+i%16] = byte(h.writes.Add(1)) // never the byte's old value
+			r.Unpin(g)
+		}
+		r.EndLease(g, h)
+	}
+}
+
+// TestStressDeregisterRevokes: Deregister with a short context while
+// workers hold leases: whether it drains or revokes, no byte of the buffer
+// changes after it returns, and a revocation is reported with its count.
+func TestStressDeregisterRevokes(t *testing.T) {
+	rounds := 40
+	if raceEnabled || testing.Short() {
+		rounds = 10
+	}
+	var revokedRuns int
+	for round := 0; round < rounds; round++ {
+		tab := NewTable(TableOptions{})
+		r, buf := newRegion(t, tab, 1, 64, AccessRemoteRead, 0)
+		ws := make([]*leaseWorker, 4)
+		var stop atomic.Bool
+		var wg sync.WaitGroup
+		for i := range ws {
+			ws[i] = &leaseWorker{}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ws[i].run(r, byte(i+1), &stop)
+			}()
+		}
+		for _, w := range ws {
+			waitForProgress(&w.writes)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Millisecond)
+		err := tab.Deregister(ctx, r)
+		cancel()
+		snap := append([]byte(nil), buf...)
+		var re *RevokedError
+		switch {
+		case err == nil:
+		case errors.Is(err, context.DeadlineExceeded) && errors.As(err, &re) && re.Holders >= 1 && re.Holders <= len(ws) && !re.InUse:
+			revokedRuns++
+		default:
+			t.Fatalf("Deregister: %v", err)
+		}
+		for _, w := range ws {
+			for n := w.loops.Load(); w.loops.Load() < n+10; {
+				runtime.Gosched()
+			}
+		}
+		stop.Store(true)
+		wg.Wait()
+		if string(snap) != string(buf) {
+			t.Fatalf("round %d: bytes changed after Deregister returned %v", round, err)
+		}
+		if inv := tab.BeginDeregister(r); !inv.Drained() {
+			t.Fatalf("round %d: leases left after the workers ended theirs", round)
+		}
+	}
+	t.Logf("%d of %d rounds revoked", revokedRuns, rounds)
+}
