@@ -137,9 +137,7 @@ func TestStressBeginsUnderTraffic(t *testing.T) {
 	snap := append([]byte(nil), buf...)
 	// The workers keep trying for a while: nothing may land any more.
 	for _, w := range ws {
-		for n := w.loops.Load(); w.loops.Load() < n+100; {
-			runtime.Gosched()
-		}
+		waitLoops(&w.loops, 100)
 	}
 	stop.Store(true)
 	wg.Wait()
@@ -213,6 +211,13 @@ func waitForProgress(n *atomic.Int64) {
 		if i%1024 == 1023 {
 			runtime.Gosched()
 		}
+	}
+}
+
+// waitLoops yields until n has grown by k.
+func waitLoops(n *atomic.Int64, k int64) {
+	for v := n.Load(); n.Load() < v+k; {
+		runtime.Gosched()
 	}
 }
 
@@ -371,9 +376,7 @@ func TestStressDeregisterRevokes(t *testing.T) {
 			t.Fatalf("Deregister: %v", err)
 		}
 		for _, w := range ws {
-			for n := w.loops.Load(); w.loops.Load() < n+10; {
-				runtime.Gosched()
-			}
+			waitLoops(&w.loops, 10)
 		}
 		stop.Store(true)
 		wg.Wait()
