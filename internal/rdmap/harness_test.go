@@ -99,13 +99,13 @@ func rxAll(c *Core, stream []byte, chunk int) int {
 // peer is the other end as a test sees it: it frames ULPDUs into the
 // stream the core receives and deframes what the core sent.
 type peer struct {
-	t      testing.TB
-	opts   fpdu.Options
-	enc    *fpdu.Encoder
-	in     []byte // octets from the core not yet deframed
-	inOff  uint64 // stream offset of in[0]
-	rv     uint8
-	msn    [4]uint32
+	t     testing.TB
+	opts  fpdu.Options
+	enc   *fpdu.Encoder
+	in    []byte // octets from the core not yet deframed
+	inOff uint64 // stream offset of in[0]
+	rv    uint8
+	msn   [4]uint32
 }
 
 func newPeer(t testing.TB, o cfg) *peer {
@@ -246,4 +246,12 @@ func pump(a, b *Core, chunk int) {
 		rxAll(b, ab, chunk)
 		rxAll(a, ba, chunk)
 	}
+}
+
+// single returns a core with the settings of o over a new table, and its
+// peer.
+func single(t testing.TB, o cfg) (*Core, *peer, *mem.Table) {
+	t.Helper()
+	table := mem.NewTable(mem.TableOptions{})
+	return newCore(t, table, o), newPeer(t, o), table
 }

@@ -53,20 +53,10 @@ func scatter(sgl []SGE, gens []mem.Gen, mo uint64, src []byte) bool {
 	return true
 }
 
-// sglSpan locates n bytes at message offset mo of an SGL: whether they
-// fit (fits), and if they lie inside one SGE, which (one >= 0) and where
-// in it (off). n == 0 always fits, in no SGE.
-func sglSpan(sgl []SGE, mo, n uint64) (one int, off uint64, fits bool) {
-	var total uint64
-	one = -1
-	for i := range sgl {
-		l := uint64(sgl[i].Len)
-		if one < 0 && n > 0 && mo >= total && mo-total < l && mo-total+n <= l {
-			one, off = i, mo-total
-		}
-		total += l
-	}
-	return one, off, mo <= total && n <= total-mo
+// sglFits reports whether n bytes at message offset mo fit in the SGL.
+func sglFits(sgl []SGE, mo, n uint64) bool {
+	total := sglLen(sgl)
+	return mo <= total && n <= total-mo
 }
 
 // sglLen returns the SGL's total length.

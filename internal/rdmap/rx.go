@@ -42,20 +42,17 @@ type rxState struct {
 	n     int
 	after afterAction
 	sink  sinkKind
-	// Direct placement: dst is a slice of dreg's bytes, written under a
-	// transient pin at dgen (pinned: RxBuf handed out part of it).
-	dst    []byte
-	dreg   *mem.Region
-	dgen   mem.Gen
-	pinned bool
-	// Scattered placement (the payload spans SGEs): staged in scratch,
-	// copied into the SGL at mo once the CRC was checked.
-	scat     bool
-	scatSGL  []SGE
-	scatGens []mem.Gen
-	scatMO   uint64
-	scatBuf  []byte
-	scratch  []byte
+	// The payload's destination in registered memory (Place, or PlaceV
+	// over several SGEs): dsts[i] is bytes of dregs[i] at generation
+	// dgens[i], written under a transient pin only. The backing arrays
+	// are reused.
+	dsts  [][]byte
+	dregs []*mem.Region
+	dgens []mem.Gen
+	// pinReg is pinned at pinGen for the buffer RxBuf handed out, until
+	// RxDone.
+	pinReg *mem.Region
+	pinGen mem.Gen
 
 	out     bool   // RxBuf handed out a buffer: RxDone not yet called
 	ended   bool   // RxEOF was called
@@ -100,12 +97,22 @@ const (
 func (rx *rxState) init(cfg Config, p Params) {
 	rx.d = fpdu.NewDecoder(cfg.Framing, cfg.RxOff)
 	rx.msn = [4]uint32{p.FirstPeerSendMSN, p.FirstPeerReadMSN, 1, 1}
+	rx.dsts = make([][]byte, 0, cfg.MaxSGE)
+	rx.dregs = make([]*mem.Region, 0, cfg.MaxSGE)
+	rx.dgens = make([]mem.Gen, 0, cfg.MaxSGE)
 }
 
 // abandon stops decoding: from now on input is discarded (or refused).
 func (rx *rxState) abandon() {
 	rx.dead = true
-	rx.dst, rx.dreg, rx.scat, rx.scatSGL, rx.scatGens, rx.scatBuf = nil, nil, false, nil, nil, nil
+	rx.clearDst()
+}
+
+// clearDst forgets the current FPDU's destination.
+func (rx *rxState) clearDst() {
+	clear(rx.dsts)
+	clear(rx.dregs)
+	rx.dsts, rx.dregs, rx.dgens = rx.dsts[:0], rx.dregs[:0], rx.dgens[:0]
 }
 
 // discardSize is the buffer RxBuf hands out while input is drained.
@@ -138,12 +145,16 @@ func (c *Core) RxBuf() []byte {
 		return c.RxBuf()
 	}
 	b := rx.d.Buf()
-	if rx.dreg != nil && within(b, rx.dst) {
-		if !rx.dreg.Pin(rx.dgen) {
+	for i, d := range rx.dsts {
+		if !within(b, d) {
+			continue
+		}
+		if !rx.dregs[i].Pin(rx.dgens[i]) {
 			c.lostPlacement()
 			return c.RxBuf()
 		}
-		rx.pinned = true
+		rx.pinReg, rx.pinGen = rx.dregs[i], rx.dgens[i]
+		break
 	}
 	rx.out = true
 	return b
@@ -163,9 +174,9 @@ func (c *Core) RxDone(n int) {
 	if !rx.dead {
 		rx.d.Advance(n)
 	}
-	if rx.pinned {
-		rx.pinned = false
-		rx.dreg.Unpin(rx.dgen) // after Advance: the CRC covers the octets as placed
+	if rx.pinReg != nil {
+		rx.pinReg.Unpin(rx.pinGen) // after Advance: the CRC covers the octets as placed
+		rx.pinReg = nil
 	}
 	c.process()
 }
@@ -228,13 +239,9 @@ func (c *Core) onDone() {
 	}
 	c.stats.FPDUsReceived++
 	c.stats.BytesReceived += uint64(rx.d.ULPDULen())
-	if rx.scat && !scatter(rx.scatSGL, rx.scatGens, rx.scatMO, rx.scatBuf) {
-		c.lostPlacement()
-		return
-	}
 	after := rx.after
 	rx.after, rx.sink = afterNothing, sinkNone
-	rx.dst, rx.dreg, rx.scat, rx.scatSGL, rx.scatGens, rx.scatBuf = nil, nil, false, nil, nil, nil
+	rx.clearDst()
 	rx.d.Next()
 	switch after {
 	case afterRecvDone:
@@ -257,52 +264,6 @@ func (c *Core) onDone() {
 	case afterImmediate:
 		c.completeImmediate()
 	}
-}
-
-// placeInto makes dst, bytes of region at generation g, the destination
-// of the current FPDU's payload; the caller holds a transient pin of
-// region at g across the call (octets already staged are copied now).
-func (c *Core) placeInto(dst []byte, region *mem.Region, g mem.Gen, sink sinkKind) {
-	rx := &c.rx
-	rx.dst, rx.dreg, rx.dgen, rx.sink = dst, region, g, sink
-	rx.d.Place(dst)
-}
-
-// placeLocal places the payload into dst, bytes of a local WR's region
-// recorded at generation g. It reports false if the region is no longer
-// valid at g (the WR failed, the QP went to ERROR).
-func (c *Core) placeLocal(dst []byte, region *mem.Region, g mem.Gen, sink sinkKind) bool {
-	if !region.Pin(g) {
-		c.rx.sink = sink
-		c.lostPlacement()
-		return false
-	}
-	c.placeInto(dst, region, g, sink)
-	region.Unpin(g)
-	return true
-}
-
-// placeSGL places the current FPDU's n payload octets into an SGL at
-// message offset mo: straight into the SGE that holds them all, or
-// through scratch when they span SGEs. The caller checked that they fit.
-func (c *Core) placeSGL(sgl []SGE, gens []mem.Gen, mo uint64, n int, sink sinkKind) bool {
-	rx := &c.rx
-	if n == 0 {
-		rx.d.Place(nil)
-		return true
-	}
-	one, off, _ := sglSpan(sgl, mo, uint64(n))
-	if one >= 0 {
-		s := &sgl[one]
-		return c.placeLocal(s.bytes()[off:off+uint64(n)], s.Region, gens[one], sink)
-	}
-	if cap(rx.scratch) < n {
-		rx.scratch = make([]byte, max(n, 4<<10))
-	}
-	rx.scat, rx.scatSGL, rx.scatGens, rx.scatMO, rx.scatBuf = true, sgl, gens, mo, rx.scratch[:n]
-	rx.sink = sink
-	rx.d.Place(rx.scatBuf)
-	return true
 }
 
 // lostPlacement handles a destination found invalid while the current

@@ -48,7 +48,7 @@ func (c *Core) rxSend(h *wire.DDPHeader, payload int) *TerminateError {
 		return te
 	}
 	sgl, gens := rx.send.wr.SGL, rx.send.gens
-	if _, _, fits := sglSpan(sgl, rx.sendPlaced, uint64(payload)); !fits {
+	if !sglFits(sgl, rx.sendPlaced, uint64(payload)) {
 		return termDDP(ErrRecvTooLong, h, rx.n)
 	}
 	if h.Last {

@@ -20,8 +20,7 @@ func (c *Core) rxWrite(h *wire.DDPHeader, payload int) *TerminateError {
 	if why != mem.OK {
 		return termDDP(placementError(why.DDPCode(), why), h, c.rx.n)
 	}
-	c.placeInto(dst, region, g, sinkRemote)
-	region.Unpin(g)
+	c.placeRemote(dst, region, g)
 	return nil
 }
 
@@ -63,10 +62,9 @@ func (c *Core) rxReadResponse(h *wire.DDPHeader, payload int) *TerminateError {
 		rx.d.Place(nil)
 		return nil
 	}
-	s := &e.wr.SGL[0]
 	off := e.read
 	e.read += uint64(payload)
-	c.placeLocal(s.bytes()[off:off+uint64(payload)], s.Region, e.gens[0], sinkORQ)
+	c.placeSGL(e.wr.SGL, e.gens, off, payload, sinkORQ)
 	return nil
 }
 
