@@ -16,8 +16,12 @@ func (c *Core) Close() { c.toError(ErrLocallyClosed) }
 // Fail fails the QP with a local fatal error (a socket error, the
 // operation timeout): state ERROR, flush, no Terminate. The error is
 // recorded as a *ConnectionError unless it is one already, and only if
-// it is the first.
+// it is the first. Fail(nil) is Close.
 func (c *Core) Fail(err error) {
+	if err == nil {
+		c.Close()
+		return
+	}
 	var ce *ConnectionError
 	if !errors.As(err, &ce) {
 		err = &ConnectionError{Err: err}

@@ -54,6 +54,10 @@ type rxState struct {
 	pinReg *mem.Region
 	pinGen mem.Gen
 
+	// heard: the first FPDU's header has arrived (the MPA Responder sends
+	// nothing before it, RFC 5044 §7.1.2, with
+	// Framing.HoldSendUntilReceive).
+	heard   bool
 	out     bool   // RxBuf handed out a buffer: RxDone not yet called
 	ended   bool   // RxEOF was called
 	dead    bool   // the Decoder is abandoned (Terminate, ERROR): input is discarded

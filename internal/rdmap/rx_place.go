@@ -8,6 +8,7 @@ import "github.com/goiwarp/iwarp/internal/wire"
 func (c *Core) onPlace() {
 	rx := &c.rx
 	d := rx.d
+	rx.heard = true
 	hdr, n := d.Header(), d.ULPDULen()
 	hl := wire.TaggedHdrLen
 	if hdr[0]&wire.DDPTagged == 0 {

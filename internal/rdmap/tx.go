@@ -117,6 +117,9 @@ func (c *Core) TxBufs(dst [][]byte) [][]byte {
 	if t.out {
 		return t.enc.Bufs(dst) // the same iovecs again
 	}
+	if c.holding() {
+		return dst
+	}
 	c.fill()
 	if t.enc.Buffered() == 0 || c.state == StateError {
 		return dst
@@ -216,7 +219,7 @@ func (c *Core) releaseTx() {
 // a Terminate, or a message that may start now.
 func (c *Core) WantTx() bool {
 	switch {
-	case c.state == StateError:
+	case c.state == StateError || c.holding():
 		return false
 	case c.tx.enc.Buffered() > 0 || c.termDue != nil:
 		return true
@@ -236,6 +239,11 @@ func (c *Core) WantTx() bool {
 	}
 	return !e.wr.Op.outbound() || !c.orq.full()
 }
+
+// holding reports whether the MPA Responder rule holds the transmit path
+// back: nothing is sent before the first FPDU from the Initiator arrived
+// (RFC 5044 §7.1.2; Framing.HoldSendUntilReceive).
+func (c *Core) holding() bool { return c.cfg.Framing.HoldSendUntilReceive && !c.rx.heard }
 
 // fill appends FPDUs until the budget is queued or nothing can go.
 func (c *Core) fill() {
