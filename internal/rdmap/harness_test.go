@@ -26,6 +26,7 @@ type cfg struct {
 	maxInline      int
 	recv           RecvSource
 	wake           func()
+	rxOff, txOff   uint64
 }
 
 func defaults() cfg {
@@ -39,7 +40,7 @@ func newCore(t testing.TB, table *mem.Table, o cfg) *Core {
 	t.Helper()
 	c, err := New(Config{
 		Table: table, PD: testPD, SQDepth: o.sq, RQDepth: o.rq, MaxSGE: o.maxSGE, MaxInline: o.maxInline,
-		Recv: o.recv, Framing: o.framing, Wake: o.wake,
+		Recv: o.recv, Framing: o.framing, Wake: o.wake, RxOff: o.rxOff, TxOff: o.txOff,
 		Params: Params{IRD: o.ird, ORD: o.ord, MULPDU: o.mulpdu, RFC7306: o.rfc7306, V2: o.v2},
 	})
 	if err != nil {

@@ -306,3 +306,82 @@ func TestRevoke(t *testing.T) {
 		t.Fatal("the lease did not end after the write returned")
 	}
 }
+
+// TestLeasedSendSurvivesDeregistration: a large Send whose first FPDU was
+// handed out leases its source: a deregistration begun meanwhile waits for
+// it, the message completes whole, and the drain comes once its last octet
+// was written.
+func TestLeasedSendSurvivesDeregistration(t *testing.T) {
+	c, p, table := single(t, defaults())
+	src := region(t, table, testPD, 100<<10, 'L', 0)
+	post(t, c, SendWR{ID: 1, Op: OpSend, Flags: Signaled, SGL: []SGE{sge(src)}})
+	first := append([]byte(nil), c.TxBufs(nil)[0]...)
+	c.TxDone(len(first))
+	inv := table.BeginDeregister(src)
+	if inv.Drained() {
+		t.Fatal("the Send's source was not leased")
+	}
+	got := p.recv(append(first, txAll(c)...))
+	if !inv.Drained() || c.State() != StateRTS {
+		t.Fatalf("drained %v after the last octet; state %v (%v)", inv.Drained(), c.State(), c.Err())
+	}
+	var payload []byte
+	for _, u := range got {
+		payload = append(payload, u[18:]...)
+	}
+	if !bytes.Equal(payload, src.Bytes()) {
+		t.Fatalf("sent %d payload octets, not the source's", len(payload))
+	}
+	wantComps(t, poll(c), Completion{Queue: SendQueue, ID: 1})
+}
+
+// TestLocalInvalidateRefused: a Local Invalidate naming an STag it may not
+// invalidate completes with a local protection error; the QP carries on.
+func TestLocalInvalidateRefused(t *testing.T) {
+	c, _, table := single(t, defaults())
+	other := region(t, table, testPD+1, 8, 0, 0)
+	post(t, c, SendWR{ID: 1, Op: OpLocalInv, InvSTag: stagOf(other)}, SendWR{ID: 2, Op: OpLocalInv, InvSTag: 0x123456}, SendWR{ID: 3, Op: OpSend, Flags: Signaled})
+	txAll(c)
+	got := poll(c)
+	wantComps(t, got, Completion{Queue: SendQueue, ID: 1, Status: StatusLocalProtection},
+		Completion{Queue: SendQueue, ID: 2, Status: StatusLocalProtection}, Completion{Queue: SendQueue, ID: 3})
+	if !errors.Is(got[0].Err, ErrLocalInvalidate) || c.State() != StateRTS || !other.Valid() {
+		t.Fatalf("%v; state %v", got[0].Err, c.State())
+	}
+}
+
+// TestTerminateCutsMessage: a violation found while a large Write is
+// being sent: the Terminate follows the FPDUs already queued (at an FPDU
+// boundary, not after the whole message); the Write is flushed and its
+// lease ends once those octets were written.
+func TestTerminateCutsMessage(t *testing.T) {
+	c, p, table := single(t, defaults())
+	src := region(t, table, testPD, 4<<20, 'w', 0)
+	post(t, c, SendWR{ID: 1, Op: OpWrite, Flags: Signaled, SGL: []SGE{sge(src)}, RemoteSTag: 9})
+	bufs := c.TxBufs(nil)
+	queued := 0
+	for _, b := range bufs {
+		queued += len(b)
+	}
+	c.TxDone(0)
+	bad := cat(untagged(3, true, 0, 0, 1, 0), []byte("no receive"))
+	rxAll(c, p.frame(bad), 100)
+	inv := table.BeginDeregister(src)
+	got := p.recv(txAll(c))
+	term := got[len(got)-1]
+	if want := wantTerminate(wire.TermDDPNoBuffer, bad, 18, false); !bytes.Equal(term, want) {
+		t.Fatalf("last FPDU % x, want the Terminate", term[:20])
+	}
+	sent := 0
+	for _, u := range got[:len(got)-1] {
+		sent += len(u) - 14
+	}
+	if sent >= 4<<20 || sent > queued {
+		t.Fatalf("%d octets of the Write went before the Terminate (%d were queued when it was decided)", sent, queued)
+	}
+	if !inv.Drained() {
+		t.Fatal("the cut Write's lease did not end once its octets were written")
+	}
+	c.RxEOF(nil)
+	wantComps(t, poll(c), Completion{Queue: SendQueue, ID: 1, Status: StatusFlushed})
+}

@@ -18,6 +18,7 @@ var framings = []struct {
 	{"plain", fpdu.Options{}},
 	{"CRC", fpdu.Options{CRC: true}},
 	{"CRC+markers", fpdu.Options{CRC: true, SendMarkers: true, RecvMarkers: true}},
+	{"markers-from-offset-100", fpdu.Options{SendMarkers: true, RecvMarkers: true}},
 }
 
 // opPair is two cores A and B over one table, with B's memory: a buffer
@@ -191,6 +192,9 @@ func TestOperations(t *testing.T) {
 				t.Run(fmt.Sprintf("%s/%d/%s", f.name, chunk, o.name), func(t *testing.T) {
 					c := defaults()
 					c.framing, c.v2 = f.opts, o.v2
+					if f.opts.SendMarkers && !f.opts.CRC {
+						c.rxOff, c.txOff = 100, 100 // full operation begins 100 octets into the streams
+					}
 					p := newOpPair(t, c)
 					testChunk = chunk
 					o.run(t, p)
