@@ -14,7 +14,7 @@ import (
 // termEnv is a core under test with regions of every kind, each between
 // canaries, and one 64-byte receive (ID 5) posted.
 type termEnv struct {
-	t       *testing.T
+	t       testing.TB
 	table   *mem.Table
 	c       *Core
 	p       *peer
@@ -32,7 +32,7 @@ type termEnv struct {
 
 const canary = 0xCA
 
-func newTermEnv(t *testing.T, o cfg) *termEnv {
+func newTermEnv(t testing.TB, o cfg) *termEnv {
 	e := &termEnv{t: t, table: mem.NewTable(mem.TableOptions{})}
 	e.c = newCore(t, e.table, o)
 	e.p = newPeer(t, o)
