@@ -31,7 +31,7 @@ type opPair struct {
 	local  *mem.Region // A's, local write
 }
 
-func newOpPair(t *testing.T, o cfg) *opPair {
+func newOpPair(t testing.TB, o cfg) *opPair {
 	table := mem.NewTable(mem.TableOptions{})
 	p := &opPair{table: table, a: newCore(t, table, o), b: newCore(t, table, o)}
 	p.remote = region(t, table, testPD, 8192, 0, mem.AccessLocalWrite|mem.AccessRemoteRead|mem.AccessRemoteWrite|mem.AccessRemoteAtomic|mem.AccessRemoteInvalidate)
