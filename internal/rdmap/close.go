@@ -37,8 +37,8 @@ func (c *Core) Fail(err error) {
 // locks the Core calls it under its lock (Config.Holder).
 func (c *Core) Revoke(*mem.Region) { c.Fail(ErrLeaseRevoked) }
 
-// Disconnect closes the QP in order (RFC 5040 §5 via the engine's
-// Disconnect): no new work requests are accepted; those posted are
+// Disconnect closes the QP in order (the CLOSING state of
+// docs/spec/rdmap.md §3): no new work requests are accepted; those posted are
 // transmitted and complete (Reads included) and the peer's requests are
 // answered; then WantHalfClose reports true, the shell half-closes the
 // connection, and once the peer has closed its side (RxEOF) the QP goes to

@@ -54,8 +54,11 @@ type Config struct {
 	MaxInline int // bytes of inline data per work request
 
 	// Recv, if set, is a shared receive queue the Core takes its receives
-	// from; nil gives the Core its own receive queue of RQDepth.
-	Recv RecvSource
+	// from; nil gives the Core its own receive queue: OwnRecv if set (a
+	// ring the shell created before the connection was up, so that
+	// receives could be posted early), else a new one of RQDepth.
+	Recv    RecvSource
+	OwnRecv *RecvRing
 
 	Params Params
 
@@ -150,8 +153,11 @@ type Core struct {
 // New returns the core of a QP whose MPA connection has reached full
 // operation: the QP is in RTS.
 func New(cfg Config) (*Core, error) {
-	if cfg.Recv != nil {
-		cfg.RQDepth = 0
+	switch {
+	case cfg.Recv != nil:
+		cfg.RQDepth, cfg.OwnRecv = 0, nil
+	case cfg.OwnRecv != nil:
+		cfg.RQDepth = cfg.OwnRecv.Depth()
 	}
 	if cfg.SQDepth < 1 || (cfg.RQDepth < 1 && cfg.Recv == nil) || cfg.MaxSGE < 1 || cfg.MaxInline < 0 || cfg.Table == nil {
 		return nil, errors.New("incomplete QP configuration")
@@ -193,9 +199,12 @@ func New(cfg Config) (*Core, error) {
 	if c.holder == nil {
 		c.holder = c
 	}
-	if cfg.Recv != nil {
+	switch {
+	case cfg.Recv != nil:
 		c.recv = cfg.Recv
-	} else {
+	case cfg.OwnRecv != nil:
+		c.rq, c.recv = cfg.OwnRecv, cfg.OwnRecv
+	default:
 		c.rq = NewRecvRing(cfg.RQDepth, cfg.MaxSGE)
 		c.recv = c.rq
 	}

@@ -169,3 +169,25 @@ func TestSharedReceiveQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestReceivesPostedBeforeConnect: a receive ring the shell filled before
+// the connection was up becomes the core's own queue: its receives are
+// used, posted to and flushed like those of a queue the core made.
+func TestReceivesPostedBeforeConnect(t *testing.T) {
+	table := mem.NewTable(mem.TableOptions{})
+	ring := NewRecvRing(2, 1)
+	if _, err := ring.Post([]RecvWR{{ID: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(Config{Table: table, PD: testPD, SQDepth: 1, MaxSGE: 1, OwnRecv: ring, Framing: defaults().framing})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PostRecv([]RecvWR{{ID: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	p := newPeer(t, defaults())
+	rxAll(c, p.frame(untagged(3, true, 0, 0, 1, 0)), 100)
+	c.Close()
+	wantComps(t, poll(c), Completion{Queue: RecvQueue, ID: 1}, Completion{Queue: RecvQueue, ID: 2, Status: StatusFlushed})
+}
