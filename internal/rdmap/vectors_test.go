@@ -202,3 +202,36 @@ func TestResponderHoldsSend(t *testing.T) {
 		t.Fatal("held back after the Initiator's first FPDU")
 	}
 }
+
+// TestAtomicsVectors: every row of atomics.tsv, sent as a FetchAdd or
+// CmpSwap from one core to another, returns the original value (in the
+// completion and the result buffer) and leaves the result in the target.
+func TestAtomicsVectors(t *testing.T) {
+	rows, err := vectors.ReadAtomics("../vectors/testdata/" + vectors.AtomicsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) < 90 {
+		t.Fatalf("only %d rows", len(rows))
+	}
+	p := newOpPair(t, defaults())
+	for i, v := range rows {
+		to := uint64(8 * (i % 4))
+		binary.NativeEndian.PutUint64(p.remote.Bytes()[to:], v.Original)
+		wr := SendWR{ID: uint64(i), Op: OpFetchAdd, Flags: Signaled, SGL: []SGE{{Region: p.local, Len: 8}},
+			RemoteSTag: stagOf(p.remote), RemoteTO: p.remote.Base() + to, Data: v.Data, Mask: v.Mask}
+		if v.Op == "cmpswap" {
+			wr.Op, wr.Compare, wr.CompareMask = OpCmpSwap, v.Compare, v.CompareMask
+		}
+		post(t, p.a, wr)
+		pump(p.a, p.b, 1<<20)
+		got := poll(p.a)
+		if len(got) != 1 || got[0].Status != StatusSuccess || got[0].Original != v.Original || binary.NativeEndian.Uint64(p.local.Bytes()) != v.Original {
+			t.Fatalf("%+v: completion %+v", v, got)
+		}
+		p.a.ReleaseSend(got[0].Slot)
+		if r := binary.NativeEndian.Uint64(p.remote.Bytes()[to:]); r != v.Result {
+			t.Fatalf("%+v: target holds %x", v, r)
+		}
+	}
+}
