@@ -200,10 +200,10 @@ func readReqHdr(sinkSTag uint32, sinkTO uint64, size, srcSTag uint32, srcTO uint
 
 func cat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 
-// wantTerminate is the Terminate ULPDU the spec prescribes: QN 2, MSN 1,
+// termULPDU is the Terminate ULPDU the spec prescribes: QN 2, MSN 1,
 // MO 0, L=1, RV 1 opcode 7, then Layer|Type, Code, the M/D/R bits, and the
 // offending segment's length and headers.
-func wantTerminate(code wire.TermCode, offending []byte, ddpLen int, rdma bool) []byte {
+func termULPDU(code wire.TermCode, offending []byte, ddpLen int, rdma bool) []byte {
 	b := untagged(0x7, true, 0, 2, 1, 0)
 	flags := uint16(0x8000 | 0x4000) // M and D
 	if rdma {

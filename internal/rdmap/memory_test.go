@@ -155,7 +155,7 @@ func TestWriteTargetInvalidatedMidSegment(t *testing.T) {
 		t.Fatal("bytes landed after the deregistration began")
 	}
 	got := e.p.recv(txAll(e.c))
-	if want := wantTerminate(wire.TermDDPInvalidSTag, bad, 14, false); len(got) != 1 || !bytes.Equal(got[0], want) {
+	if want := termULPDU(wire.TermDDPInvalidSTag, bad, 14, false); len(got) != 1 || !bytes.Equal(got[0], want) {
 		t.Fatalf("sent %x\nwant the Terminate % x", got, want)
 	}
 }
@@ -369,7 +369,7 @@ func TestTerminateCutsMessage(t *testing.T) {
 	inv := table.BeginDeregister(src)
 	got := p.recv(txAll(c))
 	term := got[len(got)-1]
-	if want := wantTerminate(wire.TermDDPNoBuffer, bad, 18, false); !bytes.Equal(term, want) {
+	if want := termULPDU(wire.TermDDPNoBuffer, bad, 18, false); !bytes.Equal(term, want) {
 		t.Fatalf("last FPDU % x, want the Terminate", term[:20])
 	}
 	sent := 0

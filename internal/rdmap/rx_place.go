@@ -19,7 +19,10 @@ func (c *Core) onPlace() {
 		return
 	}
 	if len(hdr) < hl {
-		d.Stage(hl - len(hdr))
+		// Stage the RDMAP header the opcode implies too, in one go (the
+		// headers are validated in order once they are all here).
+		info, _ := wire.LookupOpcode(wire.RDMAPControl(hdr[1]).Version(), wire.RDMAPControl(hdr[1]).Opcode())
+		d.Stage(min(n, hl+rdmapHdrLen(&info, hdr[0]&wire.DDPLast != 0)) - len(hdr))
 		return
 	}
 	h, _, _ := wire.ParseDDPHeader(hdr[:hl])
@@ -32,7 +35,7 @@ func (c *Core) onPlace() {
 		c.terminate(termDDP(err, &h, n))
 		return
 	}
-	need := min(n, hl+rdmapHdrLen(&info, &h))
+	need := min(n, hl+rdmapHdrLen(&info, h.Last))
 	if len(hdr) < need {
 		d.Stage(need - len(hdr))
 		return
@@ -79,11 +82,11 @@ func (c *Core) onPlace() {
 // rdmapHdrLen is the length of the RDMAP header after the DDP header of a
 // segment of info's opcode that is staged before it is handled (a
 // Terminate's: as much as is read of it).
-func rdmapHdrLen(info *wire.OpInfo, h *wire.DDPHeader) int {
+func rdmapHdrLen(info *wire.OpInfo, last bool) int {
 	switch {
-	case info.Opcode == wire.OpTerminate:
+	case info.Opcode == wire.OpTerminate && info.HeaderLen > 0:
 		return maxTermLen
-	case info.ImmediateLast && h.Last:
+	case info.ImmediateLast && last:
 		return wire.ImmediateDataLen
 	}
 	return info.HeaderLen

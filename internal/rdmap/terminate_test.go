@@ -406,7 +406,7 @@ func TestTerminates(t *testing.T) {
 			if len(got) == 0 {
 				t.Fatalf("no Terminate: state %v (%v)", e.c.State(), e.c.Err())
 			}
-			want := wantTerminate(tc.code, bad, tc.ddpLen, tc.rdma)
+			want := termULPDU(tc.code, bad, tc.ddpLen, tc.rdma)
 			if tc.v2 {
 				want[1] = 0x80 | 7
 			}
