@@ -550,9 +550,10 @@ end
 -- MPA Request and Reply (RFC 5044 §7.1, RFC 6581 §5)
 ---------------------------------------------------------------------------
 
--- dissect_mpa_frame dissects the MPA frame at off; it returns the octets
--- used, or minus the octets still missing.
-local function dissect_mpa_frame(tvb, off, pinfo, tree, c, d, seq)
+-- dissect_mpa_frame dissects the MPA frame at off, at stream position pos;
+-- it returns the octets used (or minus the octets still missing) and an
+-- Info summary.
+local function dissect_mpa_frame(tvb, off, pinfo, tree, c, d, pos)
     local avail = tvb:reported_length_remaining(off)
     if avail < MPA_HDR then
         return -(MPA_HDR - avail)
@@ -587,19 +588,19 @@ local function dissect_mpa_frame(tvb, off, pinfo, tree, c, d, seq)
             rtr = rtr_string(band(ird, 0x4000) ~= 0, band(ord, 0x8000) ~= 0, band(ord, 0x4000) ~= 0),
         }
     end
-    if not pinfo.visited and not err then
-        if reply then
-            c.rep = frame
-            c.initiator = c.initiator or d.peer
-            c.responder = c.responder or d.key
-        else
-            c.req = frame
-            c.initiator, c.responder = d.key, d.peer
+    if not pinfo.visited then
+        d.base = pos + size -- the FPDUs, and their markers, start here
+        if not err then
+            if reply then
+                c.rep = frame
+                c.initiator = c.initiator or d.peer
+                c.responder = c.responder or d.key
+            else
+                c.req = frame
+                c.initiator, c.responder = d.key, d.peer
+            end
+            settings(c)
         end
-        d.base = seq + size
-        settings(c)
-    elseif not pinfo.visited then
-        d.base = seq + size
     end
 
     local name = reply and "MPA Reply" or "MPA Request"
@@ -983,12 +984,14 @@ local function dissect_ulpdu(u, t, c)
     return summary, nil, cerr, op, rv
 end
 
--- dissect_fpdu dissects the FPDU at off; it returns the octets used (or
--- minus the octets still missing) and an Info summary.
-local function dissect_fpdu(tvb, off, pinfo, tree, c, d, seq)
+-- dissect_fpdu dissects the FPDU at off, at stream position pos; it returns
+-- the octets used (or minus the octets still missing) and an Info summary.
+local function dissect_fpdu(tvb, off, pinfo, tree, c, d, pos)
     local avail = tvb:reported_length_remaining(off)
-    local markers = d.markers and d.base ~= nil
-    local phase = markers and ((seq - d.base) % MARKER_INTERVAL) or 0
+    -- Markers only where the direction's MPA frame was captured: they are
+    -- placed from its end.
+    local markers = d.markers and d.mpa_pos ~= nil and d.base ~= nil
+    local phase = markers and ((pos - d.base) % MARKER_INTERVAL) or 0
     local hoff = (markers and phase == 0) and MARKER_LEN or 0
     if avail < hoff + 2 then
         return -(hoff + 2 - avail)
@@ -1075,7 +1078,7 @@ local function dissect_fpdu(tvb, off, pinfo, tree, c, d, seq)
         elseif cerr then
             pitem:add_proto_expert_info(E.check, "DDP segment a receiver rejects: " .. cerr)
         end
-        if not perr and c.rtr and d.key == c.initiator and seq == d.base then
+        if not perr and c.rtr and d.key == c.initiator and pos == d.base then
             pitem:add(F.rtr, tvb(off, size), c.rtr .. " RTR"):set_generated()
             pitem:add_proto_expert_info(E.rtr, "P2P ready-to-receive (" .. c.rtr .. " RTR)")
             summary = summary .. " [" .. c.rtr .. " RTR]"
