@@ -1,0 +1,232 @@
+package verbs
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/goiwarp/iwarp/internal/rdmap"
+)
+
+// Errors of the completion queue API.
+var (
+	ErrCQFull   = errors.New("completion queue capacity exhausted by the queues attached to it")
+	ErrCQClosed = errors.New("completion queue closed")
+)
+
+// Arm states of a CQ (verbs' ibv_req_notify_cq).
+const (
+	disarmed = iota
+	armedNext
+	armedSolicited
+)
+
+// EventChannel delivers "this CQ has a completion you asked to hear
+// about" notifications from any number of CQs to one waiter (verbs'
+// completion channel).
+type EventChannel struct {
+	C chan *CQ
+}
+
+// NewEventChannel returns an event channel that buffers up to n pending
+// notifications; a CQ fires at most once per Arm, so n at least the number
+// of CQs bound to it never blocks.
+func NewEventChannel(n int) *EventChannel {
+	return &EventChannel{C: make(chan *CQ, n)}
+}
+
+// CQE is one completion queue entry: a work request's completion and the
+// QP it belongs to.
+type CQE struct {
+	rdmap.Completion
+	QP *QP
+}
+
+// CQ is a completion queue. Its capacity is fixed; every queue attached to
+// it reserves as many entries as it has slots, and a work request's slot is
+// freed only when its completion has been polled, so a CQ can never
+// overrun and no completion is ever dropped (docs/semantics.md rule 7).
+type CQ struct {
+	// Context is the user's handle, for the event channel's receivers.
+	Context any
+
+	// channel is set by NewCQ, read-only after.
+	channel *EventChannel
+	// wake is signalled (never blocking) after each push and at Close;
+	// a waiter that finds a completion passes it on.
+	wake chan struct{}
+
+	// mu guards the ring, the reservations and the arm state. It is taken
+	// after a QP's mu (a QP pushes under its own lock), never before.
+	mu       sync.Mutex
+	ring     []CQE
+	head     int // index of the oldest entry
+	n        int // number of entries
+	reserved int
+	armed    int
+	closed   bool
+}
+
+// NewCQ returns a completion queue for up to capacity entries, notifying
+// ch (which may be nil) when armed.
+func NewCQ(capacity int, ch *EventChannel) *CQ {
+	return &CQ{ring: make([]CQE, max(capacity, 1)), channel: ch, wake: make(chan struct{}, 1)}
+}
+
+// Cap returns the CQ's capacity.
+func (cq *CQ) Cap() int {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	return len(cq.ring)
+}
+
+// reserve sets n entries aside for a queue being attached.
+func (cq *CQ) reserve(n int) error {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if cq.closed {
+		return ErrCQClosed
+	}
+	if cq.reserved+n > len(cq.ring) {
+		return ErrCQFull
+	}
+	cq.reserved += n
+	return nil
+}
+
+// unreserve gives back what reserve took, when a queue is destroyed.
+func (cq *CQ) unreserve(n int) {
+	cq.mu.Lock()
+	cq.reserved -= n
+	cq.mu.Unlock()
+}
+
+// push appends a completion of q. The reservations make a full ring
+// impossible while every queue is attached; a completion that comes after
+// its QP gave its reservation back (an invalidation that drained late)
+// grows the ring rather than be lost.
+func (cq *CQ) push(c *rdmap.Completion, q *QP) {
+	cq.mu.Lock()
+	if cq.n == len(cq.ring) {
+		grown := make([]CQE, 2*len(cq.ring))
+		for i := 0; i < cq.n; i++ {
+			grown[i] = cq.ring[(cq.head+i)%len(cq.ring)]
+		}
+		cq.ring, cq.head = grown, 0
+	}
+	e := &cq.ring[(cq.head+cq.n)%len(cq.ring)]
+	e.Completion, e.QP = *c, q
+	cq.n++
+	var fire *EventChannel
+	if cq.armed == armedNext || (cq.armed == armedSolicited && (c.Flags&rdmap.Solicited != 0 || c.Status != rdmap.StatusSuccess)) {
+		cq.armed = disarmed
+		fire = cq.channel
+	}
+	cq.mu.Unlock()
+	select {
+	case cq.wake <- struct{}{}:
+	default:
+	}
+	if fire != nil {
+		select {
+		case fire.C <- cq:
+		default: // a notification for this CQ is already pending
+		}
+	}
+}
+
+// Poll moves up to len(out) completions, oldest first, into out and
+// returns how many. It does not block and does not allocate. Polling a
+// completion frees its work request's queue slot.
+func (cq *CQ) Poll(out []CQE) int {
+	cq.mu.Lock()
+	k := min(len(out), cq.n)
+	for i := 0; i < k; i++ {
+		j := (cq.head + i) % len(cq.ring)
+		out[i] = cq.ring[j]
+		cq.ring[j] = CQE{}
+	}
+	cq.head = (cq.head + k) % len(cq.ring)
+	cq.n -= k
+	cq.mu.Unlock()
+	for i := 0; i < k; i++ {
+		out[i].QP.release(&out[i].Completion)
+	}
+	return k
+}
+
+// Len returns the number of completions waiting to be polled.
+func (cq *CQ) Len() int {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	return cq.n
+}
+
+// Wait blocks until the CQ holds a completion, ctx ends, or the CQ is
+// closed (ErrCQClosed).
+func (cq *CQ) Wait(ctx context.Context) error {
+	for {
+		cq.mu.Lock()
+		n, closed := cq.n, cq.closed
+		cq.mu.Unlock()
+		if n > 0 || closed {
+			// Pass the wake-up on: another waiter may be parked too.
+			select {
+			case cq.wake <- struct{}{}:
+			default:
+			}
+			if n > 0 {
+				return nil
+			}
+			return ErrCQClosed
+		}
+		select {
+		case <-cq.wake:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Arm requests one notification on the CQ's event channel for the next
+// completion (solicitedOnly false) or the next solicited or error
+// completion (solicitedOnly true). Completions already queued do not fire
+// it.
+func (cq *CQ) Arm(solicitedOnly bool) {
+	cq.mu.Lock()
+	switch {
+	case !solicitedOnly:
+		cq.armed = armedNext
+	case cq.armed != armedNext:
+		cq.armed = armedSolicited
+	}
+	cq.mu.Unlock()
+}
+
+// Close marks the CQ closed and wakes its waiters. Completions still
+// queued can be polled.
+func (cq *CQ) Close() {
+	cq.mu.Lock()
+	cq.closed = true
+	cq.mu.Unlock()
+	select {
+	case cq.wake <- struct{}{}:
+	default:
+	}
+}
+
+// release frees the queue slot of a completion that was consumed.
+func (q *QP) release(c *rdmap.Completion) {
+	switch {
+	case c.Queue == rdmap.SendQueue:
+		q.mu.Lock()
+		q.core.ReleaseSend(c.Slot)
+		q.mu.Unlock()
+	case q.cfg.SRQ != nil:
+		q.cfg.SRQ.release(c.Slot)
+	default:
+		q.mu.Lock()
+		q.rq.Release(c.Slot)
+		q.mu.Unlock()
+	}
+}

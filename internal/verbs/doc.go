@@ -1,0 +1,66 @@
+// Package verbs is the shell of the rebuilt engine (docs/engine-rebuild.md,
+// step 2): it runs the sans-I/O protocol core of one queue pair
+// (internal/rdmap) over a real connection, and provides the completion
+// queues, shared receive queues and event channels around it.
+//
+// # Concurrency design
+//
+// A QP is an rdmap.Core, a mutex and two tokens. The mutex (QP.mu) is the
+// Core's only lock: whoever holds it calls Core methods, which do bounded
+// work and never block; no system call and no wait happens under it. The
+// receive token and the transmit token (atomic booleans) say who moves
+// octets between the socket and the Core: a goroutine takes a token by
+// compare-and-swap and nobody ever waits for one. A holder releases its
+// token and then looks at the Core again, taking the token back if there is
+// work: whoever releases last does what was left, so no wait depends on the
+// goroutine that waits.
+//
+// Reading: the Device's poller (internal/poll) holds every QP's socket in an
+// epoll set, one-shot. When a socket is readable the poller's goroutine
+// calls the QP's Ready, which takes the receive token, reads without
+// blocking straight into Core.RxBuf (direct placement: the Core pins the
+// registered memory from RxBuf until RxDone), pushes the completions,
+// transmits what the Core wants sent, releases the token and re-arms: bytes
+// that arrived meanwhile fire at once, no timer is involved. A connection
+// that keeps the poller busy past a budget gets a receive goroutine of its
+// own until its socket is empty. Where polling is unsupported a QP keeps a
+// receive goroutine that reads into a bounce buffer, never into registered
+// memory, and copies under the lock (no pin is held across a blocking
+// read).
+//
+// Transmitting: the goroutine that gave the Core work (a poster, the
+// receiver with a Read Response) takes the transmit token and writes
+// Core.TxBufs with one non-blocking writev. Only when the socket is full is
+// a transmit goroutine started; it waits for the socket to become writable
+// holding no pin, and leaves when the queue is empty.
+//
+// Teardown is bounded whatever the peer does: Close fails the Core, closes
+// the socket (which ends every system call and wakes every parked
+// goroutine) and waits only for the token holders' system calls to return;
+// Disconnect waits for the orderly close or its context, then closes.
+//
+// # Ownership of mutable state
+//
+// Every piece of mutable state has one owner (the table of
+// docs/architecture.md once the shell replaces internal/engine):
+//
+//	state                          owner                       who may read it            how others ask for a change
+//	QP.core (SQ, RQ handle, ORQ,   holder of QP.mu             holder of QP.mu            call a method under QP.mu
+//	  IRQ, MSNs, state, error)
+//	QP shell flags (hold, halfClosed,  holder of QP.mu         holder of QP.mu            afterLocked decides, act performs
+//	  connClosed, finished, rxOut,
+//	  txOut, sqTail, waiters, timers)
+//	QP.rq (own receive ring)       holder of QP.mu             holder of QP.mu            PostRecv, CQ.Poll's release
+//	decoder staging, RxBuf slice   holder of the rx token      that holder                CAS rxTok; the holder re-arms
+//	QP.iov, iovecs in flight       holder of the tx token      that holder                CAS txTok; the holder re-checks WantTx
+//	QP.h, QP.rc                    Start (written once)        anyone (atomic / after     —
+//	                                                           Start under QP.mu)
+//	SRQ ring, limit                SRQ.mu                      holder of SRQ.mu           PostRecv, Take, Arm (QP.mu before SRQ.mu)
+//	CQ ring, arm state             CQ.mu                       holder of CQ.mu            push, Poll, Arm (QP.mu before CQ.mu)
+//	registration word (valid bit,  internal/mem, atomically    anyone                     Register, Begin*, Pin, Lease
+//	  generation, pins)
+//	epoll registration             internal/poll               —                          Arm, Disarm, Close
+//
+// Lock order: QP.mu, then SRQ.mu or CQ.mu; neither of the last two is held
+// while taking QP.mu.
+package verbs

@@ -1,0 +1,199 @@
+package verbs
+
+import (
+	"github.com/goiwarp/iwarp/internal/mem"
+	"github.com/goiwarp/iwarp/internal/rdmap"
+)
+
+// Driving the Core. After every call into the Core, the caller (holding
+// QP.mu) runs afterLocked, which hands the completions out and decides
+// what the Core asks for; act then does it outside the lock, because the
+// system calls (half-close, close, writev) must not run under QP.mu.
+
+// acts are what afterLocked decided and act performs.
+type acts uint8
+
+const (
+	actTx        acts = 1 << iota // the Core has something to transmit
+	actHalfClose                  // shutdown(SHUT_WR): the Terminate or the orderly close is written
+	actClose                      // close the connection: it ends every system call on it
+	actDone                       // the QP was torn down: call OnDone
+)
+
+// afterLocked looks at the Core after a call: completions go to their CQ
+// (or Waiter), the shutdown the Core asks for is decided once, the
+// operation timeout and the drain timer are armed, and the teardown is
+// finished once nothing of a flushed WR's memory is in use. QP.mu is held.
+func (q *QP) afterLocked() acts {
+	c := q.core
+	var a acts
+	if c.WantClose() && c.State() != rdmap.StateError {
+		c.Close() // the peer's Terminate: Close keeps its error
+	}
+	q.deliverLocked()
+	if q.txWantedLocked() {
+		a |= actTx
+	}
+	if !q.halfClosed && c.WantHalfClose() {
+		q.halfClosed = true
+		a |= actHalfClose
+	}
+	if c.State() == rdmap.StateError {
+		if !q.connClosed {
+			q.connClosed = true
+			a |= actClose
+		}
+		if !q.finished && !q.rxOut && !q.txOut {
+			q.finishLocked()
+			a |= actDone
+		}
+		return a
+	}
+	q.timersLocked()
+	return a
+}
+
+// txWantedLocked reports whether the Core has something to transmit that
+// may go now.
+func (q *QP) txWantedLocked() bool {
+	return q.core != nil && !q.hold && q.core.WantTx()
+}
+
+// deliverLocked moves the Core's ready completions to their CQs, and a
+// send completion whose WR was posted with a Waiter to that Waiter.
+func (q *QP) deliverLocked() {
+	q.comps = q.core.Poll(q.comps[:0])
+	for i := range q.comps {
+		c := &q.comps[i]
+		if c.Queue == rdmap.RecvQueue {
+			q.cfg.RecvCQ.push(c, q)
+			continue
+		}
+		k := c.Slot % uint64(len(q.waiters))
+		if w := q.waiters[k]; w != nil {
+			q.waiters[k] = nil
+			w.c <- *c // it has room: one completion per post
+			q.core.ReleaseSend(c.Slot)
+			continue
+		}
+		q.cfg.SendCQ.push(c, q)
+	}
+	clear(q.comps)
+}
+
+// finishLocked ends the teardown: the Core's flush was delivered (no
+// buffer of a flushed WR is in use), so the receives still posted on the
+// QP's own ring are flushed after it, the timers stop and Done closes.
+func (q *QP) finishLocked() {
+	q.finished = true
+	err := q.errLocked()
+	if q.rq != nil {
+		for {
+			wr, _, slot, ok := q.rq.Take()
+			if !ok {
+				break
+			}
+			c := rdmap.Completion{Queue: rdmap.RecvQueue, ID: wr.ID, Op: rdmap.OpRecv, Status: rdmap.StatusFlushed, Err: err, Slot: slot}
+			q.cfg.RecvCQ.push(&c, q)
+		}
+	}
+	q.stopTimersLocked()
+	close(q.done)
+}
+
+// act performs what afterLocked decided, outside QP.mu.
+func (q *QP) act(a acts) {
+	if a&actHalfClose != 0 {
+		q.halfClose()
+	}
+	if a&actClose != 0 {
+		_ = q.nc.Close() // every read, write and wait on it returns
+	}
+	if a&actTx != 0 {
+		q.kickTx()
+	}
+	if a&actDone != 0 && q.cfg.OnDone != nil {
+		q.cfg.OnDone(q)
+	}
+	if s := q.cfg.SRQ; s != nil {
+		s.fireLimit()
+	}
+}
+
+// halfClose closes the sending side of the connection; one that cannot be
+// half-closed is closed.
+func (q *QP) halfClose() {
+	if cw, ok := q.nc.(interface{ CloseWrite() error }); ok {
+		if cw.CloseWrite() == nil {
+			return
+		}
+	}
+	_ = q.nc.Close()
+}
+
+// feedLocked hands octets already read to the Core, copying them into its
+// receive buffers, and reports whether the Core wants more input.
+func (q *QP) feedLocked(b []byte) bool {
+	for {
+		dst := q.core.RxBuf()
+		if dst == nil {
+			return false
+		}
+		n := copy(dst, b)
+		q.core.RxDone(n)
+		if b = b[n:]; len(b) == 0 {
+			return true
+		}
+	}
+}
+
+// failWith fails the QP with a local error (a system call failed) and
+// tears it down.
+func (q *QP) failWith(err error) {
+	q.mu.Lock()
+	q.core.Fail(err)
+	a := q.afterLocked()
+	q.mu.Unlock()
+	q.act(a)
+}
+
+// drive runs afterLocked from a goroutine that made no Core call of its own
+// (a wake-up, a timer).
+func (q *QP) drive() {
+	q.mu.Lock()
+	var a acts
+	if q.core != nil {
+		a = q.afterLocked()
+	}
+	q.mu.Unlock()
+	q.act(a)
+}
+
+// wake is the Core's Config.Wake: an invalidation a completion waits for
+// has drained. It may run inside a Core call, under QP.mu or another QP's
+// lock, so it only schedules a drive on a goroutine of its own (rare: one
+// per invalidation a completion waited for).
+func (q *QP) wake() {
+	if q.wakeQueued.CompareAndSwap(false, true) {
+		go func() {
+			q.wakeQueued.Store(false)
+			q.drive()
+		}()
+	}
+}
+
+// leaseHolder is the mem.Holder the Core's leases name: the QP.
+type leaseHolder QP
+
+// Revoke is mem.Holder's: an invalidation whose context ended revokes the
+// leases this QP holds on r. The QP fails and its connection is closed,
+// which ends a write in progress; it does not block (QP.mu is held only
+// for bounded work, and closing a connection does not wait).
+func (h *leaseHolder) Revoke(r *mem.Region) {
+	q := (*QP)(h)
+	q.mu.Lock()
+	q.core.Revoke(r)
+	a := q.afterLocked()
+	q.mu.Unlock()
+	q.act(a &^ actTx)
+}

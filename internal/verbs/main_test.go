@@ -1,0 +1,12 @@
+package verbs
+
+import (
+	"os"
+	"testing"
+
+	"github.com/goiwarp/iwarp/internal/leakcheck"
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(leakcheck.Check(m.Run(), "iwarp/internal/verbs."))
+}

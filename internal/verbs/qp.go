@@ -1,0 +1,374 @@
+package verbs
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/goiwarp/iwarp/internal/fpdu"
+	"github.com/goiwarp/iwarp/internal/mem"
+	"github.com/goiwarp/iwarp/internal/poll"
+	"github.com/goiwarp/iwarp/internal/rdmap"
+)
+
+// Errors of the QP API beyond the Core's (internal/rdmap).
+var (
+	// ErrNotConnected: send work was posted before Start.
+	ErrNotConnected = errors.New("queue pair is not connected")
+	// ErrPeerStalled: the peer made no progress within the operation
+	// timeout while this side waited for it.
+	ErrPeerStalled = errors.New("peer stalled: no progress within the operation timeout")
+	// errIncomplete: New was given a configuration it cannot run.
+	errIncomplete = errors.New("incomplete QP configuration")
+)
+
+// defaultDrainTimeout bounds the drain after a Terminate when
+// Config.DrainTimeout is 0.
+const defaultDrainTimeout = 2 * time.Second
+
+// Config is the shape of a QP.
+type Config struct {
+	Table  *mem.Table
+	PD     uint32
+	SendCQ *CQ
+	RecvCQ *CQ
+	// SRQ, if set, is the shared receive queue the QP takes its receives
+	// from (RQDepth is then not used).
+	SRQ *SRQ
+
+	SQDepth   int // send work requests outstanding at once
+	RQDepth   int // receive work requests posted at once
+	MaxSGE    int // SGEs per work request
+	MaxInline int // bytes of inline data per work request
+
+	// OpTimeout bounds how long the QP waits for the peer to make
+	// progress (read what is sent, send what it owes, close after
+	// Disconnect) before it fails with ErrPeerStalled; 0 or less: none.
+	OpTimeout time.Duration
+	// DrainTimeout bounds how long input is read and discarded after a
+	// Terminate, before the connection is closed; 0 means 2 s.
+	DrainTimeout time.Duration
+	// OnDone, if set, is called once the QP has been torn down and every
+	// work request flushed (the asynchronous event "QP fatal /
+	// disconnected"), on whatever goroutine finished the teardown. It
+	// must not block.
+	OnDone func(*QP)
+}
+
+// Setup is what the connection's startup negotiated, for Start.
+type Setup struct {
+	// Framing is the MPA framing in full operation; RxOff and TxOff are
+	// the stream offsets where full operation begins (markers are placed
+	// relative to them, RFC 5044 §4.3).
+	Framing      fpdu.Options
+	RxOff, TxOff uint64
+	// Params are the negotiated RDMAP parameters; a MULPDU of 0 is
+	// derived from the connection's effective MSS.
+	Params rdmap.Params
+	// Pending are octets of the full-operation stream that the startup
+	// already read from the connection; the QP takes them first.
+	Pending []byte
+}
+
+// QP is one queue pair: an rdmap.Core run over one connection (see the
+// package documentation for who owns what).
+type QP struct {
+	// Set by New, read-only after.
+	dev *Device
+	cfg Config
+	// User is the owner's handle for this QP; the shell does not use it.
+	User any
+
+	// mu is the Core's lock: it guards everything below it down to the
+	// tokens. Only bounded work happens under it: no system call, no wait.
+	mu   sync.Mutex
+	core *rdmap.Core     // nil until Start
+	rq   *rdmap.RecvRing // the QP's own receives (nil with an SRQ)
+	nc   net.Conn        // set by Start
+	// sqTail mirrors the Core's send-queue tail: the slot of the next
+	// WR posted (rdmap.Completion.Slot).
+	sqTail uint64
+	// waiters[slot % SQDepth] receives the completion of a WR posted
+	// with PostWait instead of the send CQ; wfree are idle Waiters for Do.
+	waiters []*Waiter
+	wfree   []*Waiter
+	comps   []rdmap.Completion // Poll's scratch
+	// rxOut and txOut mirror the Core's "buffer handed out": a token
+	// holder is between RxBuf and RxDone, or TxBufs and TxDone. The flush
+	// is complete only when both are false.
+	rxOut, txOut bool
+	// hold: the MPA Responder rule (RFC 5044 §7.1.2): nothing is sent
+	// before the peer's first octet arrived.
+	hold       bool
+	halfClosed bool  // shutdown(SHUT_WR) decided
+	connClosed bool  // closing the connection decided
+	finished   bool  // done closed: torn down, every WR flushed
+	idleErr    error // why a QP that never started left IDLE
+	timer      opTimer
+	drain      *time.Timer // the drain after a Terminate
+
+	// The tokens: taken by compare-and-swap, never waited for.
+	rxTok, txTok atomic.Bool
+	// rxStop: the Core wants no more input (set by the rx token holder).
+	rxStop atomic.Bool
+	// hp is the poller registration (nil: no poller, or not yet).
+	hp atomic.Pointer[poll.Handle]
+	// rc is the connection's RawConn for the transmit goroutine's wait
+	// (nil without a poller); set by Start before any transmission.
+	rc syscall.RawConn
+
+	// Owned by the tx token holder.
+	iov   [][]byte
+	txRaw txRaw
+	// wakeQueued: a Wake's drive is scheduled and has not started.
+	wakeQueued atomic.Bool
+
+	done        chan struct{} // closed by finishLocked
+	releaseOnce sync.Once
+}
+
+// New creates a QP in state IDLE. Its queues reserve their depth in the
+// CQs, so that a CQ never overruns (docs/semantics.md rule 7).
+func New(d *Device, cfg Config) (*QP, error) {
+	if cfg.SRQ != nil {
+		cfg.RQDepth = 0
+	}
+	if d == nil || cfg.SQDepth < 1 || (cfg.RQDepth < 1 && cfg.SRQ == nil) || cfg.MaxSGE < 1 || cfg.MaxInline < 0 ||
+		cfg.Table == nil || cfg.SendCQ == nil || cfg.RecvCQ == nil {
+		return nil, errIncomplete
+	}
+	if cfg.DrainTimeout <= 0 {
+		cfg.DrainTimeout = defaultDrainTimeout
+	}
+	if err := cfg.SendCQ.reserve(cfg.SQDepth); err != nil {
+		return nil, err
+	}
+	var err error
+	if cfg.SRQ != nil {
+		err = cfg.SRQ.reserveIn(cfg.RecvCQ)
+	} else {
+		err = cfg.RecvCQ.reserve(cfg.RQDepth)
+	}
+	if err != nil {
+		cfg.SendCQ.unreserve(cfg.SQDepth)
+		return nil, err
+	}
+	q := &QP{dev: d, cfg: cfg, waiters: make([]*Waiter, cfg.SQDepth), done: make(chan struct{})}
+	if cfg.SRQ == nil {
+		q.rq = rdmap.NewRecvRing(cfg.RQDepth, cfg.MaxSGE)
+	}
+	return q, nil
+}
+
+// recvSource is where the Core takes receives from: the QP's own ring
+// (under QP.mu, which the Core's caller holds) or the SRQ.
+func (q *QP) recvSource() rdmap.RecvSource {
+	if q.cfg.SRQ != nil {
+		return q.cfg.SRQ
+	}
+	return q.rq
+}
+
+// Start moves the QP to RTS over an established connection whose startup
+// negotiated s, and begins reading it.
+func (q *QP) Start(nc net.Conn, s Setup) error {
+	p := s.Params
+	if p.MULPDU <= 0 {
+		p.MULPDU = fpdu.MULPDU(fpdu.EMSS(nc), s.Framing.SendMarkers)
+	}
+	q.mu.Lock()
+	if q.core != nil || q.finished {
+		q.mu.Unlock()
+		return fmt.Errorf("%w (%v)", rdmap.ErrQPState, q.stateLocked())
+	}
+	core, err := rdmap.New(rdmap.Config{
+		Table: q.cfg.Table, PD: q.cfg.PD,
+		SQDepth: q.cfg.SQDepth, RQDepth: q.cfg.RQDepth, MaxSGE: q.cfg.MaxSGE, MaxInline: q.cfg.MaxInline,
+		Recv: q.recvSource(), Params: p,
+		Framing: s.Framing, RxOff: s.RxOff, TxOff: s.TxOff,
+		Holder: (*leaseHolder)(q), Wake: q.wake,
+	})
+	if err != nil {
+		q.mu.Unlock()
+		return err
+	}
+	q.core, q.nc = core, nc
+	q.hold = s.Framing.HoldSendUntilReceive
+	if len(s.Pending) > 0 {
+		q.hold = false
+		q.feedLocked(s.Pending)
+	}
+	a := q.afterLocked()
+	q.mu.Unlock()
+	q.startReading()
+	q.act(a)
+	return nil
+}
+
+// startReading registers the connection with the Device's poller and arms
+// it, or starts the receive goroutine where polling is unsupported.
+func (q *QP) startReading() {
+	var h *poll.Handle
+	if sc, ok := q.nc.(syscall.Conn); ok && q.dev.poller != nil {
+		rc, err := sc.SyscallConn()
+		if err == nil {
+			h, err = q.dev.poller.Register(sc, (*rxHandler)(q))
+		}
+		switch {
+		case err == nil:
+			q.rc = rc
+		case !errors.Is(err, poll.ErrUnsupported):
+			q.failWith(err)
+			return
+		}
+	}
+	q.mu.Lock()
+	closed := q.connClosed
+	if h != nil {
+		q.hp.Store(h)
+	}
+	q.mu.Unlock()
+	switch {
+	case h != nil && closed:
+		_ = h.Close()
+	case h != nil:
+		q.rxRelease() // arms the socket
+	case !closed:
+		q.rxTok.Store(true) // the receive goroutine holds it for good
+		go q.rxBlocking()
+	}
+}
+
+// PostSend queues send work requests in order and transmits what it can
+// at once (see rdmap.Core.PostSend for the validation). It stops at the
+// first one that cannot be posted and returns how many were posted and
+// why the next failed. It never blocks on the network.
+func (q *QP) PostSend(wrs []rdmap.SendWR) (int, error) {
+	q.mu.Lock()
+	if q.core == nil {
+		err := q.idleErrLocked()
+		q.mu.Unlock()
+		return 0, err
+	}
+	n, err := q.core.PostSend(wrs)
+	q.sqTail += uint64(n)
+	tx := n > 0 && q.txWantedLocked()
+	q.mu.Unlock()
+	if tx {
+		q.kickTx()
+	}
+	return n, err
+}
+
+// PostRecv posts receive work requests to the QP's own receive queue, in
+// order (errors of rdmap.RecvRing.Post). Receives may be posted before the
+// QP is connected; they are refused once it left RTS. A QP with a shared
+// receive queue has none of its own (rdmap.ErrSharedRecv).
+func (q *QP) PostRecv(wrs []rdmap.RecvWR) (int, error) {
+	if q.rq == nil {
+		return 0, rdmap.ErrSharedRecv
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if s := q.stateLocked(); s != rdmap.StateIdle && s != rdmap.StateRTS {
+		return 0, q.stateErrLocked(s)
+	}
+	return q.rq.Post(wrs)
+}
+
+// idleErrLocked is why a QP without a Core refuses send work.
+func (q *QP) idleErrLocked() error {
+	if q.finished {
+		return q.stateErrLocked(rdmap.StateError)
+	}
+	return ErrNotConnected
+}
+
+// stateErrLocked is the error of a post refused in state s.
+func (q *QP) stateErrLocked(s rdmap.State) error {
+	if err := q.errLocked(); err != nil {
+		return fmt.Errorf("%w (%v): %w", rdmap.ErrQPState, s, err)
+	}
+	return fmt.Errorf("%w (%v)", rdmap.ErrQPState, s)
+}
+
+// State returns the QP's state.
+func (q *QP) State() rdmap.State {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.stateLocked()
+}
+
+func (q *QP) stateLocked() rdmap.State {
+	switch {
+	case q.core != nil:
+		return q.core.State()
+	case q.finished:
+		return rdmap.StateError
+	}
+	return rdmap.StateIdle
+}
+
+// Err returns the error that took the QP out of RTS, or nil.
+func (q *QP) Err() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.errLocked()
+}
+
+func (q *QP) errLocked() error {
+	if q.core != nil {
+		return q.core.Err()
+	}
+	return q.idleErr
+}
+
+// Params returns the parameters in use (zero before Start).
+func (q *QP) Params() rdmap.Params {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.core == nil {
+		return rdmap.Params{}
+	}
+	return q.core.Params()
+}
+
+// IRDInUse returns how many of the peer's Read and atomic requests are
+// accepted and not yet fully answered.
+func (q *QP) IRDInUse() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.core == nil {
+		return 0
+	}
+	return q.core.IRDInUse()
+}
+
+// ORDInUse returns how many of this side's Reads and atomics are
+// outstanding.
+func (q *QP) ORDInUse() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.core == nil {
+		return 0
+	}
+	return q.core.ORDInUse()
+}
+
+// Stats returns a copy of the QP's counters.
+func (q *QP) Stats() rdmap.Counters {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.core == nil {
+		return rdmap.Counters{}
+	}
+	return *q.core.Stats()
+}
+
+// Done is closed when the QP has been torn down and every work request
+// flushed.
+func (q *QP) Done() <-chan struct{} { return q.done }

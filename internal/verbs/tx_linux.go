@@ -1,0 +1,134 @@
+//go:build linux && !iwarp_portable
+
+package verbs
+
+import (
+	"os"
+	"syscall"
+	"unsafe"
+)
+
+// maxIOV is Linux's IOV_MAX: the most slices one writev takes.
+const maxIOV = 1024
+
+// txRaw is the transmit goroutine's state for writing through the
+// connection's RawConn: the writev arguments and what the callback found.
+// Owned by the holder of the transmit token.
+type txRaw struct {
+	iovecs []syscall.Iovec
+	fn     func(fd uintptr) bool
+	a      acts // what the callback's drives decided, for the caller to act on
+	stop   bool // nothing more to write, or the connection failed
+}
+
+// txRawWait writes what the Core has, waiting for room in the socket
+// between writes with the runtime's network poller (RawConn.Write with a
+// callback that returns false after EAGAIN): each writev pins the octets
+// it writes for that system call only, never across the wait. It reports
+// false if it cannot be used (never, on Linux with a poller).
+func (q *QP) txRawWait() bool {
+	t := &q.txRaw
+	if t.fn == nil {
+		t.fn = q.txWritable
+	}
+	for {
+		t.a, t.stop = 0, false
+		err := q.rc.Write(t.fn)
+		q.act(t.a &^ actTx)
+		if err != nil {
+			q.mu.Lock()
+			q.core.Fail(err) // nothing if the QP is torn down already
+			a := q.afterLocked()
+			q.mu.Unlock()
+			q.act(a &^ actTx)
+			return true
+		}
+		if t.stop {
+			return true
+		}
+	}
+}
+
+// txWritable is the RawConn.Write callback: it writes until the socket is
+// full (false: wait for room) or the Core has nothing more (true). It
+// returns true too when the Core asks for a half-close, a close or the end
+// of the teardown, which the caller performs outside the fd's lock.
+func (q *QP) txWritable(fd uintptr) bool {
+	t := &q.txRaw
+	for {
+		q.mu.Lock()
+		if !q.txWantedLocked() {
+			q.mu.Unlock()
+			t.stop = true
+			return true
+		}
+		q.iov = q.core.TxBufs(q.iov[:0])
+		if len(q.iov) == 0 {
+			t.a |= q.afterLocked()
+			q.mu.Unlock()
+			t.stop = true
+			return true
+		}
+		q.txOut = true
+		q.mu.Unlock()
+		n, errno := t.writev(fd, q.iov)
+		clear(q.iov)
+		q.mu.Lock()
+		q.txOut = false
+		q.core.TxDone(n)
+		if errno != 0 && errno != syscall.EAGAIN {
+			q.core.Fail(os.NewSyscallError("writev", errno))
+		}
+		a := q.afterLocked()
+		q.mu.Unlock()
+		t.a |= a
+		switch {
+		case a&^actTx != 0:
+			return true
+		case errno == syscall.EAGAIN:
+			return false
+		case errno != 0:
+			t.stop = true
+			return true
+		}
+	}
+}
+
+// writev makes one writev(2) of bufs (up to IOV_MAX of them) on fd,
+// retried only when a signal interrupted it.
+func (t *txRaw) writev(fd uintptr, bufs [][]byte) (int, syscall.Errno) {
+	v := t.iovecs[:0]
+	for _, b := range bufs {
+		if len(b) == 0 {
+			continue
+		}
+		if len(v) == maxIOV {
+			break
+		}
+		e := syscall.Iovec{Base: &b[0]}
+		e.SetLen(len(b))
+		v = append(v, e)
+	}
+	t.iovecs = v
+	if len(v) == 0 {
+		return 0, 0
+	}
+	for {
+		n, _, e := syscall.Syscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&v[0])), uintptr(len(v)))
+		if e == syscall.EINTR {
+			continue
+		}
+		clear(v)
+		if e != 0 {
+			return 0, e
+		}
+		return int(n), 0
+	}
+}
+
+// shrink drops iovecs a burst grew.
+func (t *txRaw) shrink() {
+	if cap(t.iovecs) > 64 {
+		t.iovecs = nil
+	}
+}
