@@ -53,12 +53,17 @@ func (c *Core) Disconnect() {
 // WantHalfClose reports whether the shell should close its side of the
 // connection (shutdown(SHUT_WR)) and keep reading: the Terminate this side
 // sent has been written (then read and discard input for a bounded time,
-// and close), or Disconnect has drained everything.
+// and close), or Disconnect has drained everything. Once it has reported
+// true the Core hands out no more output (a request of the peer's that
+// crosses the half-close stays unanswered: the peer sees the close).
 func (c *Core) WantHalfClose() bool {
 	switch c.state {
 	case StateClosing:
-		return c.sqDone == c.sqTail && c.irq.len() == 0 && c.tx.cur.kind == txNone &&
-			c.tx.enc.Buffered() == 0 && !c.tx.out
+		if !c.shut {
+			c.shut = c.sqDone == c.sqTail && c.irq.len() == 0 && c.tx.cur.kind == txNone &&
+				c.tx.enc.Buffered() == 0 && !c.tx.out
+		}
+		return c.shut
 	case StateTerminate:
 		return c.termWanted && c.termWritten
 	}

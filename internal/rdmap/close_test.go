@@ -181,3 +181,27 @@ func be32(b []byte) uint32 {
 	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
 }
 func be64(b []byte) uint64 { return uint64(be32(b))<<32 | uint64(be32(b[4:])) }
+
+// TestNoOutputAfterHalfClose: once WantHalfClose has reported true after
+// Disconnect, a request of the peer's that crossed the half-close is not
+// answered (the octets could not be written); the peer's close then ends
+// the QP.
+func TestNoOutputAfterHalfClose(t *testing.T) {
+	c, p, table := single(t, defaults())
+	src := region(t, table, testPD, 64, 's', mem.AccessRemoteRead)
+	c.Disconnect()
+	if !c.WantHalfClose() {
+		t.Fatal("no half-close after Disconnect with nothing to do")
+	}
+	rxAll(c, p.frame(cat(untagged(1, true, 0, 1, 1, 0), readReqHdr(0x77, 0, 64, stagOf(src), src.Base()))), 100)
+	if c.WantTx() || len(txAll(c)) != 0 || !c.WantHalfClose() {
+		t.Fatal("output after the half-close")
+	}
+	c.RxEOF(nil)
+	if c.State() != StateError || c.Err() != ErrDisconnected {
+		t.Fatalf("after the peer's close: %v %v", c.State(), c.Err())
+	}
+	if !table.BeginDeregister(src).Drained() {
+		t.Fatal("the unanswered request's lease outlived the QP")
+	}
+}

@@ -145,6 +145,9 @@ type Core struct {
 	termDue     *TerminateError
 	termWanted  bool
 	termWritten bool
+	// shut: WantHalfClose told the shell to half-close after Disconnect;
+	// nothing more is handed out.
+	shut bool
 
 	progress uint64
 	stats    Counters

@@ -385,3 +385,48 @@ func TestTerminateCutsMessage(t *testing.T) {
 	c.RxEOF(nil)
 	wantComps(t, poll(c), Completion{Queue: SendQueue, ID: 1, Status: StatusFlushed})
 }
+
+// TestNoByteAfterDrain: a deregistration begun at any point of a Read
+// Response's arrival, with or without markers (whose staging carries
+// payload into the sink as it is consumed), either drains only after the
+// last byte placed, or drains at once and nothing more lands.
+func TestNoByteAfterDrain(t *testing.T) {
+	for _, markers := range []bool{false, true} {
+		o := defaults()
+		o.framing.RecvMarkers, o.framing.SendMarkers = markers, markers
+		resp := func(c *Core, p *peer, sink *mem.Region) []byte {
+			post(t, c, SendWR{ID: 1, Op: OpRead, Flags: Signaled, SGL: []SGE{{Region: sink, Len: 2000}}, RemoteSTag: 9})
+			rr := p.recv(txAll(c))[0]
+			return p.frame(cat(tagged(2, true, be32(rr[18:]), be64(rr[22:])), bytes.Repeat([]byte{'r'}, 2000)))
+		}
+		// The same registrations in every run: a table with fixed keys.
+		det := func() (*Core, *peer, *mem.Table, *mem.Region) {
+			n := uint32(0)
+			table := mem.NewTable(mem.TableOptions{Random: func() uint32 { n++; return n }})
+			sink := region(t, table, testPD, 2000, 0, mem.AccessLocalWrite)
+			return newCore(t, table, o), newPeer(t, o), table, sink
+		}
+		c, p, _, sink := det()
+		stream := resp(c, p, sink)
+		for k := range len(stream) {
+			c, p, table, sink := det()
+			if s := resp(c, p, sink); !bytes.Equal(s, stream) {
+				t.Fatal("streams differ")
+			}
+			rxAll(c, stream[:k], 64)
+			b := c.RxBuf() // a read in progress when the deregistration begins
+			inv := table.BeginDeregister(sink)
+			drained := inv.Drained()
+			before := append([]byte(nil), sink.Bytes()...)
+			n := copy(b, stream[k:])
+			c.RxDone(n)
+			rxAll(c, stream[k+n:], 64)
+			if drained && !bytes.Equal(before, sink.Bytes()) {
+				t.Fatalf("markers %v, split at %d: bytes landed after the deregistration drained", markers, k)
+			}
+			if !inv.Drained() {
+				t.Fatalf("markers %v, split at %d: not drained at the end", markers, k)
+			}
+		}
+	}
+}

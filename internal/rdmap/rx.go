@@ -49,10 +49,9 @@ type rxState struct {
 	dsts  [][]byte
 	dregs []*mem.Region
 	dgens []mem.Gen
-	// pinReg is pinned at pinGen for the buffer RxBuf handed out, until
-	// RxDone.
-	pinReg *mem.Region
-	pinGen mem.Gen
+	// pins are the regions pinned for the buffer RxBuf handed out, until
+	// RxDone (the backing array is reused).
+	pins []pinRef
 
 	// heard: the first FPDU's header has arrived (the MPA Responder sends
 	// nothing before it, RFC 5044 §7.1.2, with
@@ -102,6 +101,7 @@ func (rx *rxState) init(cfg Config, p Params) {
 	rx.d = fpdu.NewDecoder(cfg.Framing, cfg.RxOff)
 	rx.msn = [4]uint32{p.FirstPeerSendMSN, p.FirstPeerReadMSN, 1, 1}
 	rx.dsts = make([][]byte, 0, cfg.MaxSGE)
+	rx.pins = make([]pinRef, 0, cfg.MaxSGE)
 	rx.dregs = make([]*mem.Region, 0, cfg.MaxSGE)
 	rx.dgens = make([]mem.Gen, 0, cfg.MaxSGE)
 }
@@ -149,16 +149,9 @@ func (c *Core) RxBuf() []byte {
 		return c.RxBuf()
 	}
 	b := rx.d.Buf()
-	for i, d := range rx.dsts {
-		if !within(b, d) {
-			continue
-		}
-		if !rx.dregs[i].Pin(rx.dgens[i]) {
-			c.lostPlacement()
-			return c.RxBuf()
-		}
-		rx.pinReg, rx.pinGen = rx.dregs[i], rx.dgens[i]
-		break
+	if !c.pinForRead(b) {
+		c.lostPlacement()
+		return c.RxBuf()
 	}
 	rx.out = true
 	return b
@@ -178,10 +171,7 @@ func (c *Core) RxDone(n int) {
 	if !rx.dead {
 		rx.d.Advance(n)
 	}
-	if rx.pinReg != nil {
-		rx.pinReg.Unpin(rx.pinGen) // after Advance: the CRC covers the octets as placed
-		rx.pinReg = nil
-	}
+	rx.unpin() // after Advance: the CRC covers the octets as placed
 	c.process()
 }
 

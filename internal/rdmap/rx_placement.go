@@ -79,3 +79,53 @@ func (c *Core) placeSGL(sgl []SGE, gens []mem.Gen, mo uint64, n int, sink sinkKi
 	}
 	return true
 }
+
+// pinRef is a transient pin of a region at a generation.
+type pinRef struct {
+	r *mem.Region
+	g mem.Gen
+}
+
+// pinForRead pins what a read into b may write: the destination piece b
+// is part of; or, when b is staging and markers are on, every piece of the
+// destination, because the octets after a marker are staged and then
+// copied into the destination as they are consumed (RxDone). It reports
+// false, holding nothing, if a region is no longer valid at its
+// generation.
+func (c *Core) pinForRead(b []byte) bool {
+	rx := &c.rx
+	for i, d := range rx.dsts {
+		if within(b, d) {
+			return rx.pin(i)
+		}
+	}
+	if !c.cfg.Framing.RecvMarkers {
+		return true // without markers the staging holds no payload of a placed FPDU
+	}
+	for i := range rx.dsts {
+		if !rx.pin(i) {
+			return false
+		}
+	}
+	return true
+}
+
+// pin pins destination piece i's region for the next read; on failure it
+// ends the pins taken for it.
+func (rx *rxState) pin(i int) bool {
+	if !rx.dregs[i].Pin(rx.dgens[i]) {
+		rx.unpin()
+		return false
+	}
+	rx.pins = append(rx.pins, pinRef{rx.dregs[i], rx.dgens[i]})
+	return true
+}
+
+// unpin ends the pins taken for the last read.
+func (rx *rxState) unpin() {
+	for _, p := range rx.pins {
+		p.r.Unpin(p.g)
+	}
+	clear(rx.pins)
+	rx.pins = rx.pins[:0]
+}

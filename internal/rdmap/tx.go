@@ -243,7 +243,10 @@ func (c *Core) WantTx() bool {
 // holding reports whether the MPA Responder rule holds the transmit path
 // back: nothing is sent before the first FPDU from the Initiator arrived
 // (RFC 5044 §7.1.2; Framing.HoldSendUntilReceive).
-func (c *Core) holding() bool { return c.cfg.Framing.HoldSendUntilReceive && !c.rx.heard }
+// After the half-close nothing goes either.
+func (c *Core) holding() bool {
+	return c.shut || c.cfg.Framing.HoldSendUntilReceive && !c.rx.heard
+}
 
 // fill appends FPDUs until the budget is queued or nothing can go.
 func (c *Core) fill() {
