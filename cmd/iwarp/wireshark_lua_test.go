@@ -73,8 +73,14 @@ func TestLuaDissectorMatchesDecode(t *testing.T) {
 			cases = append(cases, luaCase{name: name, file: file, minFPDUs: len(vectorFrames(t, f)) - 2})
 		}
 	}
+	reuse := filepath.Join(dir, "fpdus-port-reuse.pcap")
+	writeReusedTuplePcap(t, reuse)
+	cases = append(cases,
+		luaCase{name: "fpdus-port-reuse-decode-as", file: reuse, minFPDUs: 2 * (len(vectorFrames(t, "fpdus.tsv")) - 2)},
+		luaCase{name: "fpdus-port-reuse-heuristic", file: reuse, minFPDUs: 2 * (len(vectorFrames(t, "fpdus.tsv")) - 2),
+			tshark: []string{"-o", "tcp.try_heuristic_first:TRUE"}})
 	for _, c := range cases {
-		if capturePort(t, c.file) == 7000 {
+		if c.tshark == nil && capturePort(t, c.file) == 7000 {
 			c.tshark = []string{"-d", "tcp.port==7000,iwarp"}
 		}
 		t.Run(c.name, func(t *testing.T) { checkLuaCase(t, tshark, c) })
@@ -101,6 +107,37 @@ func siwCaptures(t *testing.T) []string {
 		t.Fatalf("only %d captures with iWARP traffic in %s", len(out), captureDir)
 	}
 	return out
+}
+
+// writeReusedTuplePcap writes two connections carrying fpdus.tsv, one
+// after the other between the same endpoints (port 7000), with initial
+// sequence numbers of their own as a real reuse has.
+func writeReusedTuplePcap(t *testing.T, out string) {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := capture.NewPcapWriter(&buf, capture.LinkEthernet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw := &segWriter{w: w, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	ends := [2]netip.AddrPort{netip.MustParseAddrPort("192.0.2.1:40001"), netip.MustParseAddrPort("192.0.2.2:7000")}
+	for _, isn := range [][2]uint32{{0x10000000, 0xF0000000}, {0x20000000, 0xE0000000}} {
+		c := &segConn{sw: sw, ends: ends, isn: isn}
+		sw.write(t, capture.TCPFrame{Src: ends[0], Dst: ends[1], Seq: isn[0], Flags: capture.TCPSyn})
+		sw.write(t, capture.TCPFrame{Src: ends[1], Dst: ends[0], Seq: isn[1], Ack: isn[0] + 1, Flags: capture.TCPSyn | capture.TCPAck})
+		sw.write(t, capture.TCPFrame{Src: ends[0], Dst: ends[1], Seq: isn[0] + 1, Ack: isn[1] + 1, Flags: capture.TCPAck})
+		for _, f := range vectorFrames(t, "fpdus.tsv") {
+			side := 1
+			if f.Initiator() {
+				side = 0
+			}
+			c.send(t, side, uint64(c.next[side]), f.Bytes)
+		}
+		c.close(t)
+	}
+	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // capturePort returns the server port of a capture's first connection.

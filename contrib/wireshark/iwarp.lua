@@ -1122,11 +1122,19 @@ local function dissect(tvb, pinfo, tree)
         if start == nil then return 0 end
     else
         c = conns[conn_key(pinfo)]
+        local key = starts_with_key(tvb)
         if not c then
-            if not starts_with_key(tvb) then return 0 end
+            if not key then return 0 end
             c = new_conn(pinfo)
         end
         d = dir_state(c, pinfo)
+        if key and d.mpa_pos ~= nil and d.pos ~= d.mpa_pos then
+            -- An MPA frame where an FPDU would start: a new TCP connection
+            -- between the same endpoints (Decode As hands them all to
+            -- this dissector).
+            c = new_conn(pinfo)
+            d = dir_state(c, pinfo)
+        end
         start = d.pos
         if d.mpa_pos == nil and d.base == nil then
             -- The direction's first data: its MPA frame, or (without one)
