@@ -1,0 +1,159 @@
+package rdmap
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The simulation's trace: every event is folded into a 64-bit hash (two
+// runs of a seed must give the same hash: TestSimReplay), and the last
+// simTraceLen events are kept to print with a failure (all of them with
+// -sim.trace).
+
+// simEv is the kind of a trace event.
+type simEv uint8
+
+const (
+	simEvPostSend    simEv = iota + 1 // a: WR id, b: op<<8 | flags
+	simEvPostRefused                  // a: WR id, b: queue
+	simEvPostRecv                     // a: WR id, b: length
+	simEvTx                           // a: octets written, b: delay
+	simEvRx                           // a: octets read
+	simEvRxEOF                        // a: 1 if an error
+	simEvComp                         // a: WR id, b: status<<8 | queue
+	simEvRegister                     // a: STag
+	simEvBegin                        // a: STag, b: kind
+	simEvDrained                      // a: STag
+	simEvRevoke                       // a: STag, b: holders
+	simEvRekey                        // a: new STag
+	simEvDisconnect                   //
+	simEvClose                        //
+	simEvFail                         // a: why
+	simEvWantClose                    // a: 1 if it had unread input
+	simEvTimeout                      //
+	simEvFault                        // a: fault kind
+	simEvInject                       // a: octets
+	simEvTerminate                    // a: layer<<16 | type<<8 | code (seen on the wire)
+	simEvPhase                        // a: phase
+	simEvHalfClose                    //
+)
+
+var simEvNames = [...]string{
+	simEvPostSend: "post-send", simEvPostRefused: "post-refused", simEvPostRecv: "post-recv", simEvTx: "tx", simEvRx: "rx",
+	simEvRxEOF: "rx-eof", simEvComp: "completion", simEvRegister: "register", simEvBegin: "begin-invalidation",
+	simEvDrained: "drained", simEvRevoke: "revoke", simEvRekey: "rekey", simEvDisconnect: "disconnect", simEvClose: "close",
+	simEvFail: "fail", simEvWantClose: "want-close", simEvTimeout: "op-timeout", simEvFault: "fault", simEvInject: "inject",
+	simEvTerminate: "terminate-on-wire", simEvPhase: "phase", simEvHalfClose: "half-close",
+}
+
+// simEvent is one trace entry.
+type simEvent struct {
+	step int64
+	kind simEv
+	side int8
+	a, b uint64
+	note string // set only when the trace is kept whole
+}
+
+const simTraceLen = 256
+
+// ev records an event.
+func (w *simWorld) ev(side int, kind simEv, a, b uint64) {
+	w.simEvNote(side, kind, a, b, "")
+}
+
+// simEvNote records an event with a note (kept only for the printed trace).
+func (w *simWorld) simEvNote(side int, kind simEv, a, b uint64, note string) {
+	for _, x := range [...]uint64{uint64(w.now), uint64(kind), uint64(side), a, b} {
+		w.hash = (w.hash ^ x) * 0x100000001b3
+	}
+	e := simEvent{step: w.now, kind: kind, side: int8(side), a: a, b: b, note: note}
+	if w.keepTrace {
+		w.trace = append(w.trace, e)
+		return
+	}
+	w.ring[w.nev%simTraceLen] = e
+	w.nev++
+}
+
+// traceText prints the last n events (all kept ones when n is 0).
+func (w *simWorld) traceText(n int) string {
+	evs := w.trace
+	if !w.keepTrace {
+		k := min(w.nev, simTraceLen)
+		evs = make([]simEvent, 0, k)
+		for i := w.nev - k; i < w.nev; i++ {
+			evs = append(evs, w.ring[i%simTraceLen])
+		}
+	}
+	if n > 0 && len(evs) > n {
+		evs = evs[len(evs)-n:]
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "last %d events (step side event a b):\n", len(evs))
+	for _, e := range evs {
+		name := "?"
+		if int(e.kind) < len(simEvNames) {
+			name = simEvNames[e.kind]
+		}
+		side := "-"
+		if e.side >= 0 {
+			side = simSideName(int(e.side))
+		}
+		fmt.Fprintf(&b, "  %6d %s %-18s %#x %#x", e.step, side, name, e.a, e.b)
+		if e.note != "" {
+			b.WriteString(" " + e.note)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func simSideName(i int) string { return string(rune('A' + i)) }
+
+// simStats counts what a range of seeds exercised, for the log line.
+type simStats struct {
+	seeds, failed, steps                         int
+	clean, churn, risky, faults, hostile         int
+	posted, completed, terminates, octets, fpdus int
+}
+
+func (s *simStats) add(w *simWorld) {
+	s.seeds++
+	if w.failure != "" {
+		s.failed++
+	}
+	s.steps += int(w.now)
+	c := w.cfg
+	switch {
+	case c.hostile != nil:
+		s.hostile++
+	case c.fault != simFaultNone:
+		s.faults++
+	case c.risky:
+		s.risky++
+	case c.churn:
+		s.churn++
+	default:
+		s.clean++
+	}
+	for _, sd := range w.sides {
+		if sd == nil {
+			continue
+		}
+		s.posted += sd.posted
+		s.completed += sd.completed
+		s.octets += int(sd.out.written)
+		if sd.mon != nil {
+			s.fpdus += sd.mon.fpdus
+			if sd.mon.term != nil {
+				s.terminates++
+			}
+		}
+	}
+}
+
+func (s simStats) String() string {
+	return fmt.Sprintf("%d failed; %d steps; runs: %d clean, %d with registration churn, %d with risky work requests, %d with network faults, %d with a hostile input; %d WRs posted, %d completed, %d FPDUs, %d octets, %d Terminates",
+		s.failed, s.steps, s.clean, s.churn, s.risky, s.faults, s.hostile, s.posted, s.completed, s.fpdus, s.octets, s.terminates)
+}
