@@ -40,6 +40,7 @@ type opts struct {
 	drain      time.Duration
 	srq        *SRQ
 	cqCapacity int
+	table      *mem.Table // nil: a table of the end's own
 }
 
 func defaultOpts() opts {
@@ -54,7 +55,10 @@ func newEnd(t testing.TB, o opts) *end {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dev.Close() })
-	e := &end{dev: dev, table: mem.NewTable(mem.TableOptions{})}
+	e := &end{dev: dev, table: o.table}
+	if e.table == nil {
+		e.table = mem.NewTable(mem.TableOptions{})
+	}
 	capacity := o.cqCapacity
 	if capacity == 0 {
 		capacity = o.sq + o.rq

@@ -16,7 +16,7 @@ import (
 // can play a peer that stops reading.
 type peer struct {
 	t   testing.TB
-	nc  *net.TCPConn
+	nc  net.Conn
 	fc  *fpdu.Conn
 	msn [4]uint32 // next MSN to send per QN
 }
@@ -28,7 +28,23 @@ func scripted(t testing.TB, o opts) (*end, *peer) {
 	e := newEnd(t, o)
 	ca, cb := testnet.TCPPair(t)
 	e.start(t, ca, o)
-	return e, &peer{t: t, nc: cb, fc: fpdu.NewConn(cb, fpdu.Options{CRC: true}), msn: [4]uint32{1, 1, 1, 1}}
+	return e, newPeer(t, cb)
+}
+
+// scriptedPipe is scripted over an in-memory connection (pipePair), for
+// tests in a testing/synctest bubble.
+func scriptedPipe(t testing.TB, o opts) (*end, *peer) {
+	t.Helper()
+	e := newEnd(t, o)
+	ca, cb := pipePair()
+	t.Cleanup(func() { cb.Close() })
+	e.start(t, ca, o)
+	return e, newPeer(t, cb)
+}
+
+// newPeer returns a scripted peer over nc (CRC on, RDMAP version 1).
+func newPeer(t testing.TB, nc net.Conn) *peer {
+	return &peer{t: t, nc: nc, fc: fpdu.NewConn(nc, fpdu.Options{CRC: true}), msn: [4]uint32{1, 1, 1, 1}}
 }
 
 // send writes one FPDU carrying ulpdu.
