@@ -2,7 +2,6 @@ package rdmap
 
 import (
 	"github.com/goiwarp/iwarp/internal/fpdu"
-	"github.com/goiwarp/iwarp/internal/mem"
 	"github.com/goiwarp/iwarp/internal/wire"
 )
 
@@ -63,15 +62,6 @@ type txEvent struct {
 	at   uint64
 	kind evKind
 	seq  uint64 // evSent
-}
-
-// leaseRec is a lease held for referenced payload: it ends once the FPDU
-// numbered until has been consumed (0: its message is still being
-// appended).
-type leaseRec struct {
-	r     *mem.Region
-	g     mem.Gen
-	until uint64
 }
 
 type txState struct {
@@ -136,14 +126,6 @@ func (c *Core) TxBufs(dst [][]byte) [][]byte {
 	return t.enc.Bufs(dst)
 }
 
-// unpinOut ends the transient pins of the first n leases.
-func (c *Core) unpinOut(n int) {
-	for i := 0; i < n; i++ {
-		l := c.tx.leases.at(i)
-		l.r.Unpin(l.g)
-	}
-}
-
 // TxDone consumes n octets of what TxBufs returned (0 <= n <= their total).
 func (c *Core) TxDone(n int) {
 	t := &c.tx
@@ -179,19 +161,6 @@ func (c *Core) TxDone(n int) {
 	c.runAtomics()
 	if c.termWritten && c.rx.ended {
 		c.toError(c.err) // the peer's stream ended before the Terminate went: nothing left to drain
-	}
-}
-
-// endLeases ends the leases whose octets have all been consumed.
-func (c *Core) endLeases() {
-	t := &c.tx
-	for t.leases.len() > 0 {
-		l := t.leases.front()
-		if l.until == 0 || l.until > t.consumed {
-			return
-		}
-		l.r.EndLease(l.g, c.holder)
-		t.leases.pop()
 	}
 }
 
@@ -363,33 +332,6 @@ func (c *Core) prepareSources(e *sqEntry) (copyMode, ok bool) {
 		e.leased = true
 	}
 	return false, true
-}
-
-// sealLeases makes the leases of the message just appended end once its
-// last FPDU (the latest appended) is consumed.
-func (c *Core) sealLeases() {
-	t := &c.tx
-	for i := t.leases.len() - 1; i >= 0; i-- {
-		l := t.leases.at(i)
-		if l.until != 0 {
-			return
-		}
-		l.until = t.appended
-	}
-}
-
-// dropOpenLeases ends at once the leases of the current message (none of
-// its octets reference them any more, or none ever did).
-func (c *Core) dropOpenLeases() {
-	t := &c.tx
-	for t.leases.len() > 0 {
-		l := t.leases.back()
-		if l.until != 0 {
-			return
-		}
-		l.r.EndLease(l.g, c.holder)
-		t.leases.popBack()
-	}
 }
 
 // emit appends one FPDU to the Encoder (copying the payload if cp) and
