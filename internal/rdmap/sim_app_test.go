@@ -155,6 +155,7 @@ func (s *simSide) refused(rec *simWR, err error, state State) {
 			w.failf("side %s: a WR posted in state %v was refused with %q, want %q", s.name, state, err, ErrQPState)
 		}
 	case rec.bad != nil && errors.Is(err, rec.bad):
+		w.cover.refused++
 	case errors.Is(err, ErrSQFull), errors.Is(err, ErrSQNeedsSignaled), errors.Is(err, ErrRQFull):
 	case rec.churn && errors.Is(err, ErrRegionInvalid):
 	case rec.bad != nil:

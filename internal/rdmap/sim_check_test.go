@@ -69,6 +69,7 @@ func (w *simWorld) faultsDue() {
 	switch {
 	case w.now == c.simFaultAt:
 		w.ev(s.idx, simEvFault, uint64(c.fault), 0)
+		w.cover.fault[c.fault]++
 		switch c.fault {
 		case simFaultStopRead, simFaultStopReadAt:
 			s.stopReading = true

@@ -43,6 +43,29 @@ type simConfig struct {
 	hostileAt    int64
 }
 
+// forceCase makes k the run's hostile input, into an otherwise clean run
+// whose configuration it adapts to the case's needs.
+func (c *simConfig) forceCase(k *simCase, victim int) {
+	c.churn, c.risky, c.fault = false, false, simFaultNone
+	c.victim, c.hostileAt, c.hostile = victim, int64(c.steps/2), k
+	h := 1 - victim
+	n := k.needs
+	c.crc = c.crc || n&simNeedCRC != 0
+	c.markers[h] = (c.markers[h] || n&simNeedMarkers != 0) && n&simNeedNoMarkers == 0
+	if n&simNeedV2 != 0 {
+		c.v2, c.rfc7306 = true, true
+	}
+	if n&simNeedNoV2 != 0 || n&simNeedNoRFC7306 != 0 {
+		c.v2 = false
+	}
+	if n&simNeedNoRFC7306 != 0 {
+		c.rfc7306 = false
+	}
+	if n&simNeedFast != 0 {
+		c.maxSeg, c.pipeCap = 65536, [2]int{65536, 65536}
+	}
+}
+
 // simFault is a network or application fault.
 type simFault uint8
 
@@ -55,7 +78,7 @@ const (
 	simFaultAppClose            // the application closes the QP abruptly mid-run
 	simFaultAppFail             // the shell fails the QP (a local socket error) mid-run
 	simFaultDisconnect          // the application disconnects mid-run
-	numFaults
+	simNumFaults
 )
 
 var simFaultNames = [...]string{"none", "stop-reading-for-a-while", "stop-reading", "die-mid-FPDU", "reset", "app-Close", "shell-Fail", "app-Disconnect"}
@@ -113,7 +136,7 @@ func simDrawConfig(rng *rand.Rand) simConfig {
 		c.churn = rng.IntN(2) == 0
 		c.risky = rng.IntN(3) == 0
 		if rng.IntN(3) == 0 {
-			c.fault = simFault(1 + rng.IntN(int(numFaults)-1))
+			c.fault = simFault(1 + rng.IntN(int(simNumFaults)-1))
 			c.simFaultSide = rng.IntN(2)
 			c.simFaultAt = int64(rng.IntN(c.steps + 1))
 			c.simFaultLen = int64(1 + rng.IntN(int(c.opTimeout)*2))

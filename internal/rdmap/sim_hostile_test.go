@@ -178,6 +178,7 @@ func (w *simWorld) hostileTick() {
 	h.txDetached, h.mon.detached = true, true
 	h.inject = s.out
 	w.hostile, w.hostileDone, w.hostileStep = s, true, w.now
+	w.cover.injected++
 	if s.stopReadingFor > 0 {
 		h.stopReading = true
 		h.resumeAt = w.now + s.stopReadingFor

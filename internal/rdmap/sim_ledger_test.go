@@ -54,6 +54,10 @@ func (s *simSide) complete(c *Completion) {
 	}
 	rec.done, rec.status = true, c.Status
 	s.completed++
+	w.cover.status[c.Status]++
+	if rec.recv && s.srq != nil {
+		w.cover.srqTaken++
+	}
 	if c.Status == StatusSuccess {
 		if c.Err != nil {
 			w.failf("side %s: WR %d succeeded with an error: %v", s.name, c.ID, c.Err)
@@ -78,6 +82,7 @@ func (s *simSide) succeeded(rec *simWR, c *Completion) {
 		}
 	}
 	rec.done, rec.status = true, StatusSuccess
+	w.cover.ok[rec.op]++
 	switch {
 	case rec.recv:
 		s.receiveOK(rec, c)

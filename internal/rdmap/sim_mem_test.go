@@ -218,6 +218,11 @@ func (m *simMemory) begin(g *simRegion, inv *mem.Invalidation, what string) {
 
 // freeze records the bytes of g at the end of an invalidation's drain.
 func (g *simRegion) freeze(what string) {
+	w := g.m.s.w
+	if w.cover.frozen == nil {
+		w.cover.frozen = map[string]int{}
+	}
+	w.cover.frozen[what]++
 	g.frozen = bytes.Clone(g.bytes())
 	g.what = what
 	g.m.s.w.ev(g.m.s.idx, simEvDrained, uint64(g.stag), 0)
@@ -251,6 +256,9 @@ func (s *simSide) watchInvalidations() {
 		case s.w.now >= p.revokeAt:
 			n := p.inv.Revoke()
 			p.revoked = true
+			if n > 0 {
+				s.w.cover.revoked++
+			}
 			s.w.ev(s.idx, simEvRevoke, uint64(p.reg.stag), uint64(n))
 		}
 		keep = append(keep, p)

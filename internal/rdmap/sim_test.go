@@ -28,25 +28,82 @@ var (
 	simSteps    = flag.Int("sim.steps", 0, "replay with this many action steps instead of the seed's own (a shrunk schedule)")
 	simTrace    = flag.Bool("sim.trace", false, "print each seed's configuration and event trace (use with -sim.seeds=1)")
 	simFindings = flag.Bool("sim.findings", false, "run the simulation's findings (sim_findings_test.go): Core bugs it found that may not be fixed yet")
+	simCaseName = flag.String("sim.case", "", "make this hostile input (a conform case name) every seed's, into an otherwise clean run")
+	simCorrupt  = flag.Int64("sim.corrupt", 0, "overwrite a canary octet at this step (a check of the harness itself: the run must fail there)")
 )
+
+// simOpts select one run: the seed, and what replaces the seed's own
+// draws (0: nothing).
+type simOpts struct {
+	seed      uint64
+	steps     int   // action steps
+	corrupt   int64 // the step at which a canary octet is overwritten
+	keepTrace bool
+	force     *simCase // the hostile input of the run (TestSimHostileCases)
+}
+
+// flags returns the command-line flags that select the run.
+func (o simOpts) flags() string {
+	f := fmt.Sprintf("-sim.seed=%d -sim.seeds=1", o.seed)
+	if o.steps > 0 {
+		f += fmt.Sprintf(" -sim.steps=%d", o.steps)
+	}
+	if o.corrupt > 0 {
+		f += fmt.Sprintf(" -sim.corrupt=%d", o.corrupt)
+	}
+	if o.force != nil {
+		f += fmt.Sprintf(" -sim.case=%s", o.force.name)
+	}
+	return f
+}
+
+// simFlagOpts returns the options the command line asks for.
+func simFlagOpts(t *testing.T) simOpts {
+	o := simOpts{seed: *simSeed, steps: *simSteps, corrupt: *simCorrupt}
+	if *simCaseName != "" {
+		for _, k := range simCases {
+			if k.name == *simCaseName {
+				o.force = k
+			}
+		}
+		if o.force == nil {
+			t.Fatalf("-sim.case=%s: no such hostile input", *simCaseName)
+		}
+	}
+	return o
+}
 
 // TestSim runs -sim.seeds seeds from -sim.seed on, on every CPU, and
 // reports the smallest failing seed with the flags that replay it.
 func TestSim(t *testing.T) {
 	n := *simSeeds
-	if testing.Short() {
+	if (testing.Short() || simRace) && !simFlagSet("sim.seeds") {
 		n = min(n, 200)
 	}
 	start := time.Now()
-	res := simRunSeeds(*simSeed, n, *simSteps, runtime.GOMAXPROCS(0))
+	o := simFlagOpts(t)
+	res := simRunSeeds(o, n, runtime.GOMAXPROCS(0))
 	t.Logf("%d seeds from %d in %v: %s", n, *simSeed, time.Since(start).Round(time.Millisecond), res.stats)
 	if *simTrace && n == 1 {
-		w := simRun(*simSeed, *simSteps, true)
+		o.keepTrace = true
+		w := simRun(o)
 		t.Logf("configuration: %s\n%s", w.cfg, w.traceText(0))
 	}
 	if res.fail != nil {
-		t.Fatal(simReport(res.fail, *simSteps))
+		t.Fatal(simReport(res.fail))
 	}
+	if n >= 2000 && o.force == nil && o.steps == 0 && o.corrupt == 0 {
+		for _, g := range res.stats.cover.gaps() {
+			t.Errorf("%d seeds never exercised %s", n, g)
+		}
+	}
+}
+
+// simFlagSet reports whether the flag was given on the command line.
+func simFlagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // simResult is the outcome of a range of seeds.
@@ -55,10 +112,11 @@ type simResult struct {
 	stats simStats
 }
 
-// simRunSeeds runs n seeds from first on workers goroutines; each seed is
+// simRunSeeds runs n seeds from o.seed on workers goroutines; each seed is
 // one independent world, so the outcome does not depend on the number of
 // workers.
-func simRunSeeds(first uint64, n, steps, workers int) simResult {
+func simRunSeeds(o simOpts, n, workers int) simResult {
+	first := o.seed
 	var (
 		mu   sync.Mutex
 		res  simResult
@@ -79,7 +137,9 @@ func simRunSeeds(first uint64, n, steps, workers int) simResult {
 				seed := next
 				next++
 				mu.Unlock()
-				w := simRun(seed, steps, false)
+				so := o
+				so.seed = seed
+				w := simRun(so)
 				mu.Lock()
 				res.stats.add(w)
 				if w.failure != "" && (res.fail == nil || seed < res.fail.seed) {
@@ -93,11 +153,9 @@ func simRunSeeds(first uint64, n, steps, workers int) simResult {
 	return res
 }
 
-// simRun runs one seed to its end or its first failure. steps > 0
-// replaces the seed's number of action steps.
-func simRun(seed uint64, steps int, keepTrace bool) (w *simWorld) {
-	w = newSimWorld(seed, steps)
-	w.keepTrace = keepTrace
+// simRun runs one seed to its end or its first failure.
+func simRun(o simOpts) (w *simWorld) {
+	w = newSimWorld(o)
 	defer func() {
 		if r := recover(); r != nil {
 			if _, ok := r.(simAbort); !ok {
@@ -115,17 +173,13 @@ func simRun(seed uint64, steps int, keepTrace bool) (w *simWorld) {
 // simReport describes a failing seed: what failed, the flags that replay
 // it, a shorter schedule that fails the same way (if any), and the last
 // events of the trace.
-func simReport(w *simWorld, steps int) string {
+func simReport(w *simWorld) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "seed %d failed at step %d (%s): %s\n", w.seed, w.failStep, w.phase, w.failure)
-	fmt.Fprintf(&b, "replay: go test ./internal/rdmap -run 'TestSim$' -sim.seed=%d -sim.seeds=1", w.seed)
-	if steps > 0 {
-		fmt.Fprintf(&b, " -sim.steps=%d", steps)
-	}
-	b.WriteString(" -sim.trace\n")
-	if k, m := simShrink(w); m != nil {
-		fmt.Fprintf(&b, "shortest schedule that fails: -sim.seed=%d -sim.seeds=1 -sim.steps=%d (%d action steps instead of %d): %s\n",
-			w.seed, k, k, w.cfg.steps, simFirstLine(m.failure))
+	fmt.Fprintf(&b, "replay: go test ./internal/rdmap -run 'TestSim$' %s -sim.trace\n", w.opts.flags())
+	if m := simShrink(w); m != nil {
+		fmt.Fprintf(&b, "shortest schedule that fails: %s (%d action steps instead of %d): %s\n",
+			m.opts.flags(), m.cfg.steps, w.cfg.steps, simFirstLine(m.failure))
 	}
 	fmt.Fprintf(&b, "configuration: %s\n", w.cfg)
 	b.WriteString(w.traceText(60))
@@ -135,23 +189,25 @@ func simReport(w *simWorld, steps int) string {
 // simShrink looks for the shortest action phase (the seed's draws are the
 // same up to it, then the run settles and closes) that fails with the same
 // first line: a bisection, at most a dozen replays.
-func simShrink(w *simWorld) (int, *simWorld) {
+func simShrink(w *simWorld) *simWorld {
 	want := simFirstLine(w.failure)
 	lo, hi := 0, w.cfg.steps
 	var best *simWorld
 	for i := 0; i < 12 && lo < hi; i++ {
 		mid := (lo + hi) / 2
-		m := simRun(w.seed, max(mid, 1), false)
+		o := w.opts
+		o.steps, o.keepTrace = max(mid, 1), false
+		m := simRun(o)
 		if m.failure != "" && simFirstLine(m.failure) == want {
 			hi, best = mid, m
 		} else {
 			lo = mid + 1
 		}
 	}
-	if best == nil || hi >= w.cfg.steps {
-		return 0, nil
+	if best == nil || best.cfg.steps >= w.cfg.steps {
+		return nil
 	}
-	return max(hi, 1), best
+	return best
 }
 
 func simFirstLine(s string) string {
@@ -167,7 +223,7 @@ func TestSimReplay(t *testing.T) {
 	seeds := []uint64{1, 2, 3, 77, 1000}
 	hashes := map[uint64]uint64{}
 	for _, s := range seeds {
-		a, b := simRun(s, 0, false), simRun(s, 0, false)
+		a, b := simRun(simOpts{seed: s}), simRun(simOpts{seed: s})
 		if a.hash != b.hash || a.now != b.now || a.failure != b.failure {
 			t.Fatalf("seed %d does not replay: hash %#x then %#x, %d then %d steps, failure %q then %q",
 				s, a.hash, b.hash, a.now, b.now, simFirstLine(a.failure), simFirstLine(b.failure))

@@ -111,8 +111,81 @@ func (w *simWorld) traceText(n int) string {
 
 func simSideName(i int) string { return string(rune('A' + i)) }
 
+// simCover counts what one run exercised.
+type simCover struct {
+	ok        [OpReadV2 + 1]int // successful WRs by operation (OpRecv: receives)
+	status    [StatusFatal + 1]int
+	fault     [simNumFaults]int
+	frozen    map[string]int // regions frozen after a drain, by what drained
+	revoked   int            // invalidations that revoked leases
+	refused   int            // malformed WRs refused with the right error
+	injected  int            // hostile inputs sent
+	srqTaken  int            // receives taken from a shared receive queue
+	halfClose int
+}
+
+// add merges o into c.
+func (c *simCover) add(o *simCover) {
+	for i := range c.ok {
+		c.ok[i] += o.ok[i]
+	}
+	for i := range c.status {
+		c.status[i] += o.status[i]
+	}
+	for i := range c.fault {
+		c.fault[i] += o.fault[i]
+	}
+	if c.frozen == nil {
+		c.frozen = map[string]int{}
+	}
+	for k, v := range o.frozen {
+		c.frozen[k] += v
+	}
+	c.revoked += o.revoked
+	c.refused += o.refused
+	c.injected += o.injected
+	c.srqTaken += o.srqTaken
+	c.halfClose += o.halfClose
+}
+
+// gaps lists what a long range of seeds must have exercised and did not.
+func (c *simCover) gaps() []string {
+	var g []string
+	for op := OpSend; op <= OpReadV2; op++ {
+		if c.ok[op] == 0 {
+			g = append(g, "a successful "+op.String())
+		}
+	}
+	// StatusLocalLength and StatusFatal are defined but the Core (as the
+	// engine) never reports them: a Send too long for its receive is a
+	// Terminate, a broken connection a flush.
+	for _, st := range []Status{StatusSuccess, StatusFlushed, StatusLocalProtection, StatusRemoteAccess, StatusRemoteOperation} {
+		if c.status[st] == 0 {
+			g = append(g, "a completion with status "+st.String())
+		}
+	}
+	for f := simFault(1); f < simNumFaults; f++ {
+		if c.fault[f] == 0 {
+			g = append(g, "the fault "+f.String())
+		}
+	}
+	for _, what := range []string{"deregistration", "invalidation", "re-key", "Local Invalidate", "Read with Invalidate", "remote invalidation"} {
+		if c.frozen[what] == 0 {
+			g = append(g, "a drained "+what)
+		}
+	}
+	for what, n := range map[string]int{"a lease revoked": c.revoked, "a malformed WR refused": c.refused,
+		"a hostile input": c.injected, "a receive from a shared queue": c.srqTaken, "a half-close": c.halfClose} {
+		if n == 0 {
+			g = append(g, what)
+		}
+	}
+	return g
+}
+
 // simStats counts what a range of seeds exercised, for the log line.
 type simStats struct {
+	cover                                        simCover
 	seeds, failed, steps                         int
 	clean, churn, risky, faults, hostile         int
 	posted, completed, terminates, octets, fpdus int
@@ -124,6 +197,7 @@ func (s *simStats) add(w *simWorld) {
 		s.failed++
 	}
 	s.steps += int(w.now)
+	s.cover.add(&w.cover)
 	c := w.cfg
 	switch {
 	case c.hostile != nil:

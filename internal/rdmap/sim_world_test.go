@@ -15,6 +15,7 @@ import (
 // trace.
 type simWorld struct {
 	seed  uint64
+	opts  simOpts
 	rng   *rand.Rand
 	cfg   simConfig
 	now   int64
@@ -35,6 +36,7 @@ type simWorld struct {
 	moved       bool  // an octet moved in this step
 	stuckAt     int64 // the step stuckNow was computed for
 	stuckNow    bool
+	cover       simCover
 	hostileDone bool  // the hostile input was sent
 	hostileStep int64 // when
 	hostile     *simSession
@@ -75,11 +77,14 @@ var (
 	errSimWriteAfterHalfClose = errors.New("simulated write after half-close: broken pipe")
 )
 
-func newSimWorld(seed uint64, steps int) *simWorld {
-	w := &simWorld{seed: seed, rng: rand.New(rand.NewPCG(seed, 0x1D_5EED)), hash: 0xcbf29ce484222325}
+func newSimWorld(o simOpts) *simWorld {
+	w := &simWorld{seed: o.seed, opts: o, keepTrace: o.keepTrace, rng: rand.New(rand.NewPCG(o.seed, 0x1D_5EED)), hash: 0xcbf29ce484222325}
 	w.cfg = simDrawConfig(w.rng)
-	if steps > 0 {
-		w.cfg.steps = steps
+	if o.steps > 0 {
+		w.cfg.steps = o.steps
+	}
+	if o.force != nil {
+		w.cfg.forceCase(o.force, int(o.seed%2))
 	}
 	return w
 }
@@ -153,6 +158,9 @@ func (w *simWorld) setup() {
 func (w *simWorld) step(actions bool) {
 	w.now++
 	w.moved = false
+	if w.now == w.opts.corrupt {
+		w.sides[0].mem.backing[0] ^= 0xFF // the first canary octet
+	}
 	w.faultsDue()
 	s := w.sides[w.rng.IntN(2)]
 	switch r := w.rng.IntN(100); {
@@ -333,6 +341,7 @@ func (w *simWorld) shellDuties(s *simSide) {
 		}
 		s.out.closeWrite(nil, w.now, w.delay())
 		s.halfClosed, s.halfAt = true, w.now
+		w.cover.halfClose++
 		w.ev(s.idx, simEvHalfClose, 0, 0)
 	case s.halfClosed && w.now-s.halfAt > w.cfg.opTimeout:
 		// The drain after the half-close is over: close.

@@ -1,0 +1,5 @@
+//go:build !race
+
+package rdmap
+
+const simRace = false
