@@ -157,6 +157,11 @@ func (c *Core) flush() {
 		c.irq.at(0).endLease(c.holder)
 		c.irq.pop()
 	}
+	// The atomics left will never run: what waited for them goes on.
+	c.atomicsRun = c.atomicsIn
+	if c.rcq.len() > 0 {
+		c.advanceRecv()
+	}
 	for c.orq.len() > 0 {
 		c.orq.pop()
 	}

@@ -12,6 +12,9 @@ import "github.com/goiwarp/iwarp/internal/mem"
 type pendingRecv struct {
 	comp Completion
 	inv  *mem.Invalidation
+	// atomics is Core.atomicsIn when the message completed: the
+	// completion waits until that many atomics ran.
+	atomics uint64
 }
 
 // deferOn records that a completion waits for inv and asks to be woken
@@ -37,20 +40,21 @@ func (c *Core) drained(inv **mem.Invalidation) bool {
 	return true
 }
 
-// pushRecv reports a receive completion, after inv (if not nil) drained.
+// pushRecv reports a receive completion, after inv (if not nil) drained
+// and after every atomic accepted before it ran.
 func (c *Core) pushRecv(comp Completion, inv *mem.Invalidation) {
 	c.progress++
 	if inv != nil && inv.Drained() {
 		inv = nil
 	}
-	if inv == nil && c.rcq.len() == 0 {
+	if inv == nil && c.rcq.len() == 0 && c.atomicsRun == c.atomicsIn {
 		c.out = append(c.out, comp)
 		return
 	}
 	if inv != nil {
 		c.deferOn(inv)
 	}
-	c.rcq.push(pendingRecv{comp: comp, inv: inv})
+	c.rcq.push(pendingRecv{comp: comp, inv: inv, atomics: c.atomicsIn})
 }
 
 // advanceRecv moves the receive completions whose invalidation drained
@@ -58,7 +62,7 @@ func (c *Core) pushRecv(comp Completion, inv *mem.Invalidation) {
 func (c *Core) advanceRecv() {
 	for c.rcq.len() > 0 {
 		p := c.rcq.front()
-		if !c.drained(&p.inv) {
+		if p.atomics > c.atomicsRun || !c.drained(&p.inv) {
 			return
 		}
 		c.out = append(c.out, p.comp)

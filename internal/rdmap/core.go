@@ -138,6 +138,12 @@ type Core struct {
 	out      []Completion
 	rcq      fifo[pendingRecv]
 	deferred int
+	// atomicsIn counts the peer's Atomic Requests accepted into the IRQ,
+	// atomicsRun those executed (or dropped by the flush): a receive
+	// completion waits until every atomic accepted before it ran, so that
+	// at a Send's completion the target already holds the result of an
+	// earlier atomic (docs/extensions.md, "Ordering guarantees").
+	atomicsIn, atomicsRun uint64
 
 	// termDue is a Terminate decided and not yet handed to the Encoder;
 	// termWanted stays true once this side decided to send one;

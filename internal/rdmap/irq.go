@@ -126,6 +126,16 @@ func (c *Core) runAtomics() {
 		r.region.Unpin(r.gen)
 		r.endLease(c.holder)
 		r.done = true
+		c.atomicRan()
+	}
+}
+
+// atomicRan counts an executed (or dropped) atomic and releases the
+// receive completions that waited for it.
+func (c *Core) atomicRan() {
+	c.atomicsRun++
+	if c.rcq.len() > 0 {
+		c.advanceRecv()
 	}
 }
 

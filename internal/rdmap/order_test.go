@@ -115,3 +115,39 @@ func TestORDQueuesLocally(t *testing.T) {
 		t.Fatalf("responder %v (%v), IRD in use %d", p.b.State(), p.b.Err(), p.b.IRDInUse())
 	}
 }
+
+// TestSendCompletionWaitsForEarlierAtomic: an atomic behind a Read Response
+// runs only once that response was generated (RFC 7306 §7), so a Send that
+// follows the atomic is placed first; its receive completion waits until
+// the atomic ran, so at the Send's completion the target holds the
+// atomic's result (docs/extensions.md, "Ordering guarantees").
+func TestSendCompletionWaitsForEarlierAtomic(t *testing.T) {
+	const size = 1 << 20
+	p := newOpPair(t, defaults())
+	src := region(t, p.table, testPD, size, 0, mem.AccessRemoteRead|mem.AccessRemoteAtomic)
+	sink := region(t, p.table, testPD, size, 0, mem.AccessLocalWrite)
+	if _, err := p.b.PostRecv([]RecvWR{{ID: 7}}); err != nil {
+		t.Fatal(err)
+	}
+	binary.NativeEndian.PutUint64(src.Bytes(), 5)
+	post(t, p.a,
+		SendWR{ID: 1, Op: OpRead, Flags: Signaled, SGL: []SGE{sge(sink)}, RemoteSTag: stagOf(src), RemoteTO: src.Base()},
+		SendWR{ID: 2, Op: OpFetchAdd, Flags: Signaled, RemoteSTag: stagOf(src), RemoteTO: src.Base(), Data: 10},
+		SendWR{ID: 3, Op: OpSend, Flags: Signaled})
+	// The responder receives all three requests but sends nothing yet: the
+	// Read Response is still queued, so the atomic has not run.
+	rxAll(p.b, txAll(p.a), 1<<20)
+	if got := poll(p.b); len(got) != 0 {
+		t.Fatalf("the Send completed (%+v) while the atomic before it had not run (the target holds %d)", got, binary.NativeEndian.Uint64(src.Bytes()))
+	}
+	pump(p.a, p.b, 1<<20)
+	wantComps(t, poll(p.b), Completion{Queue: RecvQueue, ID: 7})
+	if v := binary.NativeEndian.Uint64(src.Bytes()); v != 15 {
+		t.Fatalf("after the Send's completion the target holds %d, want 15", v)
+	}
+	got := poll(p.a)
+	wantComps(t, got, Completion{Queue: SendQueue, ID: 1}, Completion{Queue: SendQueue, ID: 2}, Completion{Queue: SendQueue, ID: 3})
+	if r := binary.NativeEndian.Uint64(sink.Bytes()); r != 5 || got[1].Original != 5 {
+		t.Fatalf("the Read returned %d and the FetchAdd found %d: want 5 for both", r, got[1].Original)
+	}
+}

@@ -251,6 +251,7 @@ func (c *Core) onDone() {
 		c.irq.push(rx.irqNew)
 		rx.irqNew = irqEntry{}
 		if after == afterAtomic {
+			c.atomicsIn++
 			c.runAtomics()
 		}
 	case afterAtomicDone:
