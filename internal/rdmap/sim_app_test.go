@@ -49,18 +49,16 @@ type simWR struct {
 	targetOff int
 	verified  bool
 	// Atomics: the word and its expected original value.
-	atomWord    int
-	original    uint64
-	expectSink  bool // the sink content is known (payload) and checked
-	provokes    []wire.TermCode
-	lengthRisk  bool
-	commit      func()
-	done        bool
-	implicit    bool
-	status      Status
-	postedAt    int64
-	postedPhase simPhase
-	stateAtPost State
+	atomWord   int
+	original   uint64
+	expectSink bool // the sink content is known (payload) and checked
+	provokes   []wire.TermCode
+	lengthRisk bool
+	commit     func()
+	done       bool
+	implicit   bool
+	status     Status
+	postedAt   int64
 }
 
 type simBlockRef struct {
@@ -168,7 +166,7 @@ func (s *simSide) refused(rec *simWR, err error, state State) {
 // accept records a WR the Core took.
 func (s *simSide) accept(rec *simWR, wr *SendWR) {
 	w := s.w
-	rec.postedAt, rec.postedPhase, rec.stateAtPost = w.now, w.phase, s.core.State()
+	rec.postedAt = w.now
 	if rec.recv {
 		rec.seq = len(s.rq)
 		s.rq = append(s.rq, rec)
@@ -213,6 +211,17 @@ func (rec *simWR) giveBack() {
 // postRecvs posts a batch of one to three receives, to the Core's own
 // receive queue or to the shared one.
 func (s *simSide) postRecvs() {
+	state := s.core.State()
+	if s.srq != nil {
+		s.postRecvsTo("SRQ Post", s.srq.Post, StateRTS) // a shared queue takes receives whatever the QP does
+	} else {
+		s.postRecvsTo("PostRecv", s.core.PostRecv, state)
+	}
+}
+
+// postRecvsTo posts one to three receives with post, as the application
+// does in state (where the Core refuses them outside RTS).
+func (s *simSide) postRecvsTo(what string, post func([]RecvWR) (int, error), state State) {
 	w := s.w
 	k := 1 + w.rng.IntN(3)
 	var wrs []RecvWR
@@ -221,26 +230,12 @@ func (s *simSide) postRecvs() {
 		rec := &simWR{recv: true, op: OpRecv}
 		var wr RecvWR
 		wr.SGL = s.genRecvSGL(rec)
-		if wr.SGL == nil && rec.bad == nil && rec.n < 0 {
-			continue
-		}
 		wr.ID = s.nextID(rec)
 		rec.sgl = wr.SGL
 		wrs, recs = append(wrs, wr), append(recs, rec)
 	}
-	if len(wrs) == 0 {
-		return
-	}
-	state := s.core.State()
-	var n int
-	var err error
-	if s.srq != nil {
-		n, err = s.srq.Post(wrs)
-		state = StateRTS // a shared queue takes receives whatever the QP does
-	} else {
-		n, err = s.core.PostRecv(wrs)
-	}
-	s.posting("PostRecv", recs, nil, n, err, state)
+	n, err := post(wrs)
+	s.posting(what, recs, nil, n, err, state)
 }
 
 // genRecvSGL draws a receive's scatter list: blocks of the sink (or of a

@@ -45,6 +45,37 @@ var simCases = []*simCase{
 		s.raw(b)
 		s.kind, s.codes, s.done = conform.WantTerminate, []wire.TermCode{wire.TermLLPMarker}, true
 	}},
+	{name: "Framing/marker-before-CRC/accepted", needs: simNeedMarkers | simNeedCRC, script: func(s *simSession) {
+		// Two Writes whose CRC field falls where a marker is due: the
+		// marker comes first and the CRC covers it (RFC 5044 §4.3, §4.4).
+		for range 2 {
+			s.send(s.markerBeforeCRC())
+		}
+		s.want(conform.WantAccept)
+	}},
+	{name: "Framing/marker-before-CRC-left-out-of-CRC/LLP-0-0x02", needs: simNeedMarkers | simNeedCRC, script: func(s *simSession) {
+		b := s.frame(s.markerBeforeCRC())
+		at := len(b) - fpdu.CRCLen
+		binary.LittleEndian.PutUint32(b[at:], fpdu.CRC32c(b[:at-fpdu.MarkerLen]))
+		s.raw(b)
+		s.kind, s.codes, s.done = conform.WantTerminate, []wire.TermCode{wire.TermLLPCRC}, true
+	}},
+	{name: "Framing/marker-reserved-bits-set/accepted", needs: simNeedMarkers | simNeedCRC, script: func(s *simSession) {
+		// A Write long enough to hold a marker, whose reserved octets and
+		// FPDUPTR's low bits are set: ignored, counted in the CRC.
+		m := s.main()
+		start := s.h.mon.offset()
+		b := s.frame(conform.Tagged(s.rv, wire.OpWrite, true, m.stag, m.to, simPattern(700)))
+		for p := range len(b) - fpdu.CRCLen {
+			if (start+uint64(p))%fpdu.MarkerInterval == 0 {
+				b[p], b[p+1], b[p+3] = 0x5a, 0xa5, b[p+3]|3
+				break
+			}
+		}
+		binary.LittleEndian.PutUint32(b[len(b)-fpdu.CRCLen:], fpdu.CRC32c(b[:len(b)-fpdu.CRCLen]))
+		s.raw(b)
+		s.want(conform.WantAccept)
+	}},
 	{name: "Framing/ULPDU_Length-65535-then-FIN/torn-down", needs: simNeedNoMarkers, script: func(s *simSession) {
 		b := binary.BigEndian.AppendUint16(nil, 0xFFFF)
 		b = append(b, conform.Tagged(s.rv, wire.OpWrite, true, s.main().stag, s.main().to, simPattern(64)).Bytes...)
@@ -267,6 +298,23 @@ var simCases = []*simCase{
 	simContinuedCase("Segment/Send-with-Immediate-ended-by-Send/RDMAP-2-0x06", simNeedV2, wire.OpSendImm, wire.OpSend, simPattern(4)),
 	simContinuedCase("Segment/Send-ended-by-Send-with-Immediate/RDMAP-2-0x06", simNeedV2, wire.OpSend, wire.OpSendImm, make([]byte, wire.ImmediateDataLen)),
 	simContinuedCase("Segment/Send-ended-by-Send-with-SE/RDMAP-2-0x06", 0, wire.OpSend, wire.OpSendSE, simPattern(4)),
+}
+
+// markerBeforeCRC returns a Write into the main region whose FPDU, framed
+// where the stream is, has a marker just before its CRC field.
+func (s *simSession) markerBeforeCRC() conform.ULPDU {
+	m := s.main()
+	for n := wire.TaggedHdrLen; ; n++ {
+		u := conform.Tagged(s.rv, wire.OpWrite, true, m.stag, m.to, simPattern(n-wire.TaggedHdrLen))
+		e := fpdu.NewEncoder(s.w.cfg.framing(s.h.idx), s.offset())
+		if err := e.AppendCopy(u.Bytes); err != nil {
+			panic(err)
+		}
+		size := e.Buffered()
+		if (s.offset()+uint64(size-fpdu.CRCLen-fpdu.MarkerLen))%fpdu.MarkerInterval == 0 {
+			return u
+		}
+	}
 }
 
 const simIRDCase = "Read/IRD-exceeded/RDMAP-2-0x07"

@@ -123,6 +123,9 @@ func (w *simWorld) die(s *simSide) {
 		err = errSimReset
 	}
 	s.cutMidFPDU = len(s.mon.buf) > 0
+	if s.cutMidFPDU {
+		w.cover.cut++
+	}
 	s.out.closeWrite(err, w.now, w.delay())
 	s.in.closeRead()
 	s.dead, s.dying = true, false

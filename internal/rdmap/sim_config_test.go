@@ -20,6 +20,7 @@ type simConfig struct {
 	srq       [2]bool
 	firstSend [2]uint32 // the first MSN side i sends on QN 0 (2 after a Send RTR)
 	firstRead [2]uint32 // and on QN 1 (2 after a Read RTR)
+	txOff     [2]uint64 // the stream offset where side i's full operation begins (its markers' grid)
 
 	pipeCap   [2]int
 	maxDelay  int
@@ -114,6 +115,9 @@ func simDrawConfig(rng *rand.Rand) simConfig {
 		c.srq[i] = rng.IntN(4) == 0
 		c.firstSend[i] = uint32(1 + rng.IntN(2))
 		c.firstRead[i] = uint32(1 + rng.IntN(2))
+		if rng.IntN(3) == 0 {
+			c.txOff[i] = 4 * uint64(rng.IntN(1024)) // after an MPA exchange and RTR FPDUs
+		}
 		c.pipeCap[i] = []int{64, 512, 4096, 65536}[rng.IntN(4)]
 		if rng.IntN(3) == 0 {
 			c.pipeCap[i] = 64 + rng.IntN(8192)
@@ -154,9 +158,9 @@ func simDrawConfig(rng *rand.Rand) simConfig {
 }
 
 func (c simConfig) String() string {
-	s := fmt.Sprintf("large=%v crc=%v markers=%v mulpdu=%v ird=%v rfc7306=%v v2=%v sq=%v rq=%v sge=%v inline=%v srq=%v firstSend=%v firstRead=%v pipe=%v delay<=%d seg<=%d steps=%d timeout=%d churn=%v risky=%v",
+	s := fmt.Sprintf("large=%v crc=%v markers=%v mulpdu=%v ird=%v rfc7306=%v v2=%v sq=%v rq=%v sge=%v inline=%v srq=%v firstSend=%v firstRead=%v txOff=%v pipe=%v delay<=%d seg<=%d steps=%d timeout=%d churn=%v risky=%v",
 		c.large, c.crc, c.markers, c.mulpdu, c.ird, c.rfc7306, c.v2, c.sqDepth, c.rqDepth, c.maxSGE, c.maxInline, c.srq,
-		c.firstSend, c.firstRead, c.pipeCap, c.maxDelay, c.maxSeg, c.steps, c.opTimeout, c.churn, c.risky)
+		c.firstSend, c.firstRead, c.txOff, c.pipeCap, c.maxDelay, c.maxSeg, c.steps, c.opTimeout, c.churn, c.risky)
 	if c.fault != simFaultNone {
 		s += fmt.Sprintf(" fault=%v side=%s at=%d len=%d", c.fault, simSideName(c.simFaultSide), c.simFaultAt, c.simFaultLen)
 	}

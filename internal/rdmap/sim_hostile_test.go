@@ -232,6 +232,9 @@ func (s *simSession) nextMSN(qn uint32) uint32 {
 	return m
 }
 
+// offset is the stream offset of the next octet the session frames.
+func (s *simSession) offset() uint64 { return s.h.mon.offset() + uint64(len(s.out)) }
+
 // frame returns the FPDU carrying u where the stream is.
 func (s *simSession) frame(u conform.ULPDU) []byte {
 	if err := s.enc.AppendCopy(u.Bytes); err != nil {

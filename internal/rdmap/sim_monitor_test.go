@@ -42,8 +42,8 @@ type simTerm struct {
 }
 
 func newSimMonitor(s *simSide, send fpdu.Options) *simMonitor {
-	m := &simMonitor{s: s, opts: fpdu.Options{CRC: send.CRC, RecvMarkers: send.SendMarkers}}
 	c := &s.w.cfg
+	m := &simMonitor{s: s, opts: fpdu.Options{CRC: send.CRC, RecvMarkers: send.SendMarkers}, off: c.txOff[s.idx]}
 	m.next = [4]uint32{c.firstSend[s.idx], c.firstRead[s.idx], 1, 1}
 	return m
 }

@@ -65,6 +65,7 @@ type simSide struct {
 	inject []byte
 	// resumeAt: a side that stopped reading for a while reads again then.
 	resumeAt int64
+	woken    int // Config.Wake calls not yet answered by a Poll
 }
 
 func newSimSide(w *simWorld, i int) *simSide {
@@ -84,10 +85,23 @@ func (s *simSide) start() {
 		Table: s.table, PD: s.pd,
 		SQDepth: c.sqDepth[s.idx], RQDepth: c.rqDepth[s.idx], MaxSGE: c.maxSGE[s.idx], MaxInline: c.maxInline[s.idx],
 		Params: c.params(s.idx), Framing: c.framing(s.idx),
+		TxOff: c.txOff[s.idx], RxOff: c.txOff[1-s.idx],
+		// An invalidation a completion waits for drained: the shell
+		// drives the Core (a flag: Wake may run inside a Core call).
+		Wake: func() { s.woken++ },
 	}
-	if c.srq[s.idx] {
+	switch {
+	case c.srq[s.idx]:
 		s.srq = NewRecvRing(c.rqDepth[s.idx], c.maxSGE[s.idx])
 		cfg.Recv = s.srq
+	case s.w.rng.IntN(3) == 0:
+		// Receives posted before the connection is up, into the ring
+		// that becomes the Core's own queue (Config.OwnRecv).
+		ring := NewRecvRing(c.rqDepth[s.idx], c.maxSGE[s.idx])
+		for range 1 + s.w.rng.IntN(3) {
+			s.postRecvsTo("RecvRing.Post", ring.Post, StateRTS)
+		}
+		cfg.OwnRecv = ring
 	}
 	core, err := New(cfg)
 	if err != nil {

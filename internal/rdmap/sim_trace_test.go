@@ -122,6 +122,7 @@ type simCover struct {
 	injected  int            // hostile inputs sent
 	srqTaken  int            // receives taken from a shared receive queue
 	halfClose int
+	cut       int // streams that ended inside an FPDU
 }
 
 // add merges o into c.
@@ -146,6 +147,7 @@ func (c *simCover) add(o *simCover) {
 	c.injected += o.injected
 	c.srqTaken += o.srqTaken
 	c.halfClose += o.halfClose
+	c.cut += o.cut
 }
 
 // gaps lists what a long range of seeds must have exercised and did not.
@@ -175,7 +177,7 @@ func (c *simCover) gaps() []string {
 		}
 	}
 	for what, n := range map[string]int{"a lease revoked": c.revoked, "a malformed WR refused": c.refused,
-		"a hostile input": c.injected, "a receive from a shared queue": c.srqTaken, "a half-close": c.halfClose} {
+		"a hostile input": c.injected, "a receive from a shared queue": c.srqTaken, "a half-close": c.halfClose, "a stream cut inside an FPDU": c.cut} {
 		if n == 0 {
 			g = append(g, what)
 		}

@@ -61,11 +61,13 @@ func (p simPhase) String() string {
 	return [...]string{"setup", "actions", "settle", "close", "done"}[p]
 }
 
-// Step bounds: the settle and close phases must end within these (the
-// op timeout below ends every wait on a dead peer long before).
+// Step bounds of the settle and close phases: each must end within
+// simPhaseBound steps, and no octet may stay still for more than
+// simStillFactor op timeouts (a wait on a dead peer ends with the op
+// timeout long before; a slow network still moves).
 const (
-	simSettleBound = 40000
-	simCloseBound  = 40000
+	simPhaseBound  = 1 << 20
+	simStillFactor = 4
 )
 
 // Why the simulated shell fails a Core (Core.Fail): its op timeout fired,
@@ -111,25 +113,33 @@ func (w *simWorld) run() {
 		w.step(true)
 	}
 	w.setPhase(simPhaseSettle)
-	for start := w.now; !w.quiet(); {
-		if w.now-start > simSettleBound {
-			w.failf("the network did not settle within %d steps after the last action: %s", simSettleBound, w.stateText())
-		}
-		w.step(false)
-	}
+	w.runUntil(w.quiet, "the network did not settle after the last action")
 	w.checkSettled()
 	w.setPhase(simPhaseClose)
 	for _, s := range w.sides {
 		w.closeApp(s)
 	}
-	for start := w.now; !w.ended(); {
-		if w.now-start > simCloseBound {
-			w.failf("the run did not end within %d steps of Disconnect/Close: %s", simCloseBound, w.stateText())
-		}
-		w.step(false)
-	}
+	w.runUntil(w.ended, "the run did not end after Disconnect/Close")
 	w.setPhase(simPhaseDone)
 	w.final()
+}
+
+// runUntil steps without application actions until done reports true,
+// within the step bounds.
+func (w *simWorld) runUntil(done func() bool, what string) {
+	start, still := w.now, w.now
+	for !done() {
+		switch {
+		case w.now-start > simPhaseBound:
+			w.failf("%s within %d steps: %s", what, simPhaseBound, w.stateText())
+		case w.now-still > simStillFactor*w.cfg.opTimeout:
+			w.failf("%s: no octet moved for %d steps: %s", what, w.now-still, w.stateText())
+		}
+		w.step(false)
+		if w.moved {
+			still = w.now
+		}
+	}
 }
 
 // setup builds both sides: memory, Cores, pipes, monitors.
@@ -349,6 +359,10 @@ func (w *simWorld) shellDuties(s *simSide) {
 		s.core.Close()
 	}
 	s.watchInvalidations()
+	if s.woken > 0 && !s.dead {
+		s.woken = 0
+		s.poll()
+	}
 	if s.closed || s.dead {
 		return
 	}
@@ -405,7 +419,10 @@ func (w *simWorld) stuck() bool {
 // it never read), and what the peer sends from now on is dropped.
 func (w *simWorld) closeConn(s *simSide) {
 	unread := s.in.closeRead()
-	s.cutMidFPDU = s.cutMidFPDU || len(s.mon.buf) > 0
+	if len(s.mon.buf) > 0 && !s.cutMidFPDU {
+		s.cutMidFPDU = true
+		w.cover.cut++
+	}
 	var err error
 	var x uint64
 	if unread {
