@@ -31,6 +31,15 @@ type simMonitor struct {
 	consumers int  // QN 0 messages begun (each takes a peer receive)
 	term      *simTerm
 	detached  bool // a hostile input replaced the side's transmitter
+	// sq is the index in the side's send queue of the next WR whose
+	// message must go out (messages leave in posting order); half: the
+	// Write of a Write with Immediate went, its Immediate Data is next.
+	sq   int
+	half bool
+	// respEnds: the stream offset after each response message (Read
+	// Response, Atomic Response, Read V2 Response) the side sent.
+	respEnds []uint64
+	end      uint64 // the offset after the FPDU being checked
 }
 
 // simTerm is a Terminate seen on the wire.
@@ -72,6 +81,7 @@ func (m *simMonitor) feed(b []byte) {
 		if err != nil {
 			w.failf("side %s sent a bad FPDU at stream offset %d: %v", m.s.name, m.off, err)
 		}
+		m.end = m.off + uint64(f.Size)
 		m.segment(f.ULPDU)
 		m.fpdus++
 		m.off += uint64(f.Size)
@@ -118,7 +128,13 @@ func (m *simMonitor) segment(b []byte) {
 	if got := h.Control.Version(); got != rv {
 		w.failf("side %s sent %v with RDMAP version %d, want %d", s.name, u.Opcode, got, rv)
 	}
+	if h.Last && (u.Opcode == wire.OpReadResponse || u.Opcode == wire.OpAtomicResponse || u.Opcode == wire.OpReadV2Response) {
+		m.respEnds = append(m.respEnds, m.end)
+	}
 	if h.Tagged {
+		if !m.tagged && u.Opcode == wire.OpWrite {
+			m.sqMessage(u.Opcode)
+		}
 		m.tagged = !h.Last
 		return
 	}
@@ -133,6 +149,9 @@ func (m *simMonitor) segment(b []byte) {
 		m.open[q], m.mo[q], m.op[q] = true, 0, u.Opcode
 		if q == wire.QNSend {
 			m.consumers++
+		}
+		if q == wire.QNSend || q == wire.QNReadReq {
+			m.sqMessage(u.Opcode)
 		}
 	} else if h.MSN != m.next[q] || u.Opcode != m.op[q] || h.MO != m.mo[q] {
 		w.failf("side %s sent a continuing %v segment on QN %d with MSN %d MO %d, want %v MSN %d MO %d", s.name, u.Opcode, q, h.MSN, h.MO, m.op[q], m.next[q], m.mo[q])
@@ -160,4 +179,98 @@ func simSegmented(op wire.Opcode) bool {
 		return true
 	}
 	return false
+}
+
+// sqMessage checks a message of the send queue that begins on the wire:
+// it is the next WR's (in posting order, Local Invalidates aside), with
+// its opcode, and a fenced WR goes only once no Read or atomic of the
+// side is outstanding (RFC 5040 §5.5).
+func (m *simMonitor) sqMessage(op wire.Opcode) {
+	s, w := m.s, m.s.w
+	for m.sq < len(s.sq) && s.sq[m.sq].op == OpLocalInv {
+		m.sq++
+	}
+	if m.sq >= len(s.sq) {
+		w.failf("side %s sent a %v message, but no posted WR is left to send", s.name, op)
+	}
+	rec := s.sq[m.sq]
+	want := simWireOp(rec.op, m.half)
+	if op != want {
+		w.failf("side %s sent a %v message where its next WR (%d, %v) needs %v: messages out of posting order", s.name, op, rec.id, rec.op, want)
+	}
+	if !m.half && rec.flags&Fence != 0 {
+		m.fenced(rec)
+	}
+	if (rec.op == OpWriteImm || rec.op == OpWriteImmSE) && !m.half {
+		m.half = true
+		return
+	}
+	m.half = false
+	m.sq++
+}
+
+// fenced checks that a fenced WR's message leaves only after the
+// responses to every earlier Read and atomic of the side were received
+// whole.
+func (m *simMonitor) fenced(rec *simWR) {
+	s := m.s
+	earlier := 0
+	for _, e := range s.sq[:rec.seq] {
+		if e.op.outbound() {
+			earlier++
+		}
+	}
+	got, base := 0, s.w.cfg.txOff[s.peer.idx]
+	for _, end := range s.peer.mon.respEnds {
+		if end-base <= s.in.read {
+			got++
+		}
+	}
+	if got < earlier {
+		s.w.failf("side %s sent fenced %v WR %d with %d of the responses to its %d earlier Reads and atomics received", s.name, rec.op, rec.id, got, earlier)
+	}
+}
+
+// simWireOp is the opcode of a WR's message (of its second message, the
+// Immediate Data of a Write with Immediate, with second).
+func simWireOp(op Op, second bool) wire.Opcode {
+	switch op {
+	case OpSend:
+		return wire.OpSend
+	case OpSendSE:
+		return wire.OpSendSE
+	case OpSendInv:
+		return wire.OpSendInv
+	case OpSendSEInv:
+		return wire.OpSendSEInv
+	case OpWrite:
+		return wire.OpWrite
+	case OpWriteImm, OpWriteImmSE:
+		switch {
+		case !second:
+			return wire.OpWrite
+		case op == OpWriteImm:
+			return wire.OpImmediate
+		}
+		return wire.OpImmediateSE
+	case OpRead, OpReadInv:
+		return wire.OpReadRequest
+	case OpFetchAdd, OpCmpSwap:
+		return wire.OpAtomicRequest
+	case OpImmediate:
+		return wire.OpImmediate
+	case OpImmediateSE:
+		return wire.OpImmediateSE
+	case OpSendImm:
+		return wire.OpSendImm
+	case OpSendInvImm:
+		return wire.OpSendInvImm
+	case OpSendSEImm:
+		return wire.OpSendSEImm
+	case OpSendSEInvImm:
+		return wire.OpSendSEInvImm
+	case OpReadV2:
+		return wire.OpReadV2Request
+	}
+	return 0xFF
 }
