@@ -58,8 +58,11 @@ type CQ struct {
 
 	// mu guards the ring, the reservations and the arm state. It is taken
 	// after a QP's mu (a QP pushes under its own lock), never before.
-	mu       sync.Mutex
+	mu sync.Mutex
+	// ring grows by doubling up to capacity as completions queue up (an
+	// idle CQ holds little memory); capacity is what the queues reserve.
 	ring     []CQE
+	capacity int
 	head     int // index of the oldest entry
 	n        int // number of entries
 	reserved int
@@ -70,15 +73,15 @@ type CQ struct {
 // NewCQ returns a completion queue for up to capacity entries, notifying
 // ch (which may be nil) when armed.
 func NewCQ(capacity int, ch *EventChannel) *CQ {
-	return &CQ{ring: make([]CQE, max(capacity, 1)), channel: ch, wake: make(chan struct{}, 1)}
+	capacity = max(capacity, 1)
+	return &CQ{ring: make([]CQE, min(capacity, cqInitial)), capacity: capacity, channel: ch, wake: make(chan struct{}, 1)}
 }
 
+// cqInitial is the ring a CQ starts with.
+const cqInitial = 8
+
 // Cap returns the CQ's capacity.
-func (cq *CQ) Cap() int {
-	cq.mu.Lock()
-	defer cq.mu.Unlock()
-	return len(cq.ring)
-}
+func (cq *CQ) Cap() int { return cq.capacity }
 
 // reserve sets n entries aside for a queue being attached.
 func (cq *CQ) reserve(n int) error {
@@ -87,7 +90,7 @@ func (cq *CQ) reserve(n int) error {
 	if cq.closed {
 		return ErrCQClosed
 	}
-	if cq.reserved+n > len(cq.ring) {
+	if cq.reserved+n > cq.capacity {
 		return ErrCQFull
 	}
 	cq.reserved += n
@@ -101,11 +104,16 @@ func (cq *CQ) unreserve(n int) {
 	cq.mu.Unlock()
 }
 
-// push appends a completion of q. The reservations make a full ring
-// impossible while every queue is attached; a completion that comes after
-// its QP gave its reservation back (an invalidation that drained late)
-// grows the ring rather than be lost.
-func (cq *CQ) push(c *rdmap.Completion, q *QP) {
+// push appends a completion of q and wakes the CQ's waiters.
+func (cq *CQ) push(c *rdmap.Completion, q *QP) { cq.notify(cq.add(c, q)) }
+
+// add appends a completion of q without waking anyone, and reports
+// whether the arm it met must notify the event channel (notify does
+// both). A full ring doubles: up to the capacity as the queue fills, and
+// beyond it only for a completion that comes after its QP gave its
+// reservation back (an invalidation that drained late), which is kept
+// rather than lost; the reservations make anything else impossible.
+func (cq *CQ) add(c *rdmap.Completion, q *QP) (fire bool) {
 	cq.mu.Lock()
 	if cq.n == len(cq.ring) {
 		grown := make([]CQE, 2*len(cq.ring))
@@ -117,19 +125,24 @@ func (cq *CQ) push(c *rdmap.Completion, q *QP) {
 	e := &cq.ring[(cq.head+cq.n)%len(cq.ring)]
 	e.Completion, e.QP = *c, q
 	cq.n++
-	var fire *EventChannel
 	if cq.armed == armedNext || (cq.armed == armedSolicited && (c.Flags&rdmap.Solicited != 0 || c.Status != rdmap.StatusSuccess)) {
 		cq.armed = disarmed
-		fire = cq.channel
+		fire = true
 	}
 	cq.mu.Unlock()
+	return fire
+}
+
+// notify wakes the CQ's waiters after one or more adds, and notifies the
+// event channel if an add met its arm. It never blocks.
+func (cq *CQ) notify(fire bool) {
 	select {
 	case cq.wake <- struct{}{}:
 	default:
 	}
-	if fire != nil {
+	if fire && cq.channel != nil {
 		select {
-		case fire.C <- cq:
+		case cq.channel.C <- cq:
 		default: // a notification for this CQ is already pending
 		}
 	}

@@ -14,6 +14,8 @@ type Device struct {
 	// with a receive goroutine of its own). Its goroutine calls the
 	// QPs' Ready.
 	poller *poll.Poller
+	// workers run the QPs' receive and transmit goroutines' jobs.
+	workers *workers
 }
 
 // DeviceConfig configures NewDevice.
@@ -27,7 +29,7 @@ type DeviceConfig struct {
 // Linux, or the iwarp_portable build tag) its QPs read with a goroutine
 // each.
 func NewDevice(cfg DeviceConfig) (*Device, error) {
-	d := &Device{}
+	d := &Device{workers: newWorkers()}
 	if cfg.NoPoll {
 		return d, nil
 	}
@@ -45,9 +47,10 @@ func NewDevice(cfg DeviceConfig) (*Device, error) {
 // each has a receive goroutine).
 func (d *Device) Polling() bool { return d.poller != nil }
 
-// Close stops the Device's poller. Close the QPs first: a QP still
-// connected fails when it next re-arms its socket.
+// Close stops the Device's poller and its idle workers. Close the QPs
+// first: a QP still connected fails when it next re-arms its socket.
 func (d *Device) Close() error {
+	d.workers.close()
 	if d.poller == nil {
 		return nil
 	}

@@ -52,7 +52,7 @@
 //	  txOut, sqTail, waiters, timers)
 //	QP.rq (own receive ring)       holder of QP.mu             holder of QP.mu            PostRecv, CQ.Poll's release
 //	decoder staging, RxBuf slice   holder of the rx token      that holder                CAS rxTok; the holder re-arms
-//	QP.iov, iovecs in flight       holder of the tx token      that holder                CAS txTok; the holder re-checks WantTx
+//	QP.tx (iovecs in flight)       holder of the tx token      that holder                CAS txTok; the holder re-checks WantTx
 //	QP.h, QP.rc                    Start (written once)        anyone (atomic / after     —
 //	                                                           Start under QP.mu)
 //	SRQ ring, limit                SRQ.mu                      holder of SRQ.mu           PostRecv, Take, Arm (QP.mu before SRQ.mu)

@@ -60,25 +60,41 @@ func (q *QP) txWantedLocked() bool {
 }
 
 // deliverLocked moves the Core's ready completions to their CQs, and a
-// send completion whose WR was posted with a Waiter to that Waiter.
+// send completion whose WR was posted with a Waiter to that Waiter. The
+// CQs' waiters are woken once per batch, so that a waiter finds every
+// completion of a read at once.
 func (q *QP) deliverLocked() {
 	q.comps = q.core.Poll(q.comps[:0])
+	if len(q.comps) == 0 {
+		return
+	}
+	var sent, recvd, fireS, fireR bool
 	for i := range q.comps {
 		c := &q.comps[i]
 		if c.Queue == rdmap.RecvQueue {
-			q.cfg.RecvCQ.push(c, q)
+			fireR = q.cfg.RecvCQ.add(c, q) || fireR
+			recvd = true
 			continue
 		}
-		k := c.Slot % uint64(len(q.waiters))
-		if w := q.waiters[k]; w != nil {
+		if k := c.Slot % uint64(q.cfg.SQDepth); q.waiters != nil && q.waiters[k] != nil {
+			w := q.waiters[k]
 			q.waiters[k] = nil
 			w.c <- *c // it has room: one completion per post
 			q.core.ReleaseSend(c.Slot)
 			continue
 		}
-		q.cfg.SendCQ.push(c, q)
+		fireS = q.cfg.SendCQ.add(c, q) || fireS
+		sent = true
 	}
 	clear(q.comps)
+	if sent {
+		q.cfg.SendCQ.notify(fireS)
+	}
+	if recvd && (!sent || q.cfg.RecvCQ != q.cfg.SendCQ) {
+		q.cfg.RecvCQ.notify(fireR)
+	} else if recvd && fireR {
+		q.cfg.RecvCQ.notify(true)
+	}
 }
 
 // finishLocked ends the teardown: the Core's flush was delivered (no

@@ -93,7 +93,8 @@ type QP struct {
 	// WR posted (rdmap.Completion.Slot).
 	sqTail uint64
 	// waiters[slot % SQDepth] receives the completion of a WR posted
-	// with PostWait instead of the send CQ; wfree are idle Waiters for Do.
+	// with PostWait instead of the send CQ (made at the first); wfree are
+	// idle Waiters for Do.
 	waiters []*Waiter
 	wfree   []*Waiter
 	comps   []rdmap.Completion // Poll's scratch
@@ -122,10 +123,14 @@ type QP struct {
 	rc syscall.RawConn
 
 	// Owned by the tx token holder.
-	iov   [][]byte
+	tx    *txScratch // from txPool, while the token is held
 	txRaw txRaw
 	// wakeQueued: a Wake's drive is scheduled and has not started.
 	wakeQueued atomic.Bool
+	// rxBulkFn and txGoFn are rxBulk and txGoroutine bound once: a go
+	// statement calling a method with its receiver would allocate a
+	// closure each time.
+	rxBulkFn, txGoFn func()
 
 	done        chan struct{} // closed by finishLocked
 	releaseOnce sync.Once
@@ -157,7 +162,8 @@ func New(d *Device, cfg Config) (*QP, error) {
 		cfg.SendCQ.unreserve(cfg.SQDepth)
 		return nil, err
 	}
-	q := &QP{dev: d, cfg: cfg, waiters: make([]*Waiter, cfg.SQDepth), done: make(chan struct{})}
+	q := &QP{dev: d, cfg: cfg, done: make(chan struct{})}
+	q.rxBulkFn, q.txGoFn = q.rxBulk, q.txGoroutine
 	if cfg.SRQ == nil {
 		q.rq = rdmap.NewRecvRing(cfg.RQDepth, cfg.MaxSGE)
 	}

@@ -42,7 +42,7 @@ func (h *rxHandler) Ready() {
 		return // the holder re-arms when it releases the token
 	}
 	if q.rxPoll(rxBudget) == rxBusy {
-		go q.rxBulk()
+		q.dev.workers.run(q.rxBulkFn)
 		return
 	}
 	q.rxRelease()

@@ -3,6 +3,7 @@ package verbs
 import (
 	"errors"
 	"net"
+	"sync"
 
 	"github.com/goiwarp/iwarp/internal/poll"
 )
@@ -14,6 +15,30 @@ import (
 // token passes to a transmit goroutine, which waits for room holding no
 // pin and leaves when the Core has nothing more to send.
 
+// txScratch is the transmit token holder's scratch: the iovecs of the
+// write in progress. A holder takes one from txPool with the token and
+// gives it back with the token, so that an idle QP holds none and a burst
+// of many FPDUs grows a pooled one instead of the QP's.
+type txScratch struct {
+	iov [][]byte
+	vec iovecs      // the system call's form (tx_linux.go)
+	nb  net.Buffers // a blocking write's (txBlocking)
+}
+
+var txPool = sync.Pool{New: func() any { return new(txScratch) }}
+
+// takeTx is what a goroutine does after taking the transmit token.
+func (q *QP) takeTx() { q.tx = txPool.Get().(*txScratch) }
+
+// releaseTx gives the transmit token back with its scratch.
+func (q *QP) releaseTx() {
+	clear(q.tx.iov)
+	q.tx.iov = q.tx.iov[:0]
+	txPool.Put(q.tx)
+	q.tx = nil
+	q.txTok.Store(false)
+}
+
 // txChunk bounds one blocking write of the transmit goroutine of a QP
 // without a poller, so that the operation timeout sees progress while a
 // slow peer reads.
@@ -24,10 +49,11 @@ const txChunk = 256 << 10
 // releases the token and looks again.
 func (q *QP) kickTx() {
 	for q.txTok.CompareAndSwap(false, true) {
+		q.takeTx()
 		if q.txPump() {
 			return // the transmit goroutine holds the token now
 		}
-		q.txTok.Store(false)
+		q.releaseTx()
 		q.mu.Lock()
 		again := q.txWantedLocked()
 		q.mu.Unlock()
@@ -43,7 +69,7 @@ func (q *QP) kickTx() {
 func (q *QP) txPump() bool {
 	h := q.hp.Load()
 	if h == nil {
-		go q.txGoroutine()
+		q.dev.workers.run(q.txGoFn)
 		return true
 	}
 	for {
@@ -52,8 +78,8 @@ func (q *QP) txPump() bool {
 			q.mu.Unlock()
 			return false
 		}
-		q.iov = q.core.TxBufs(q.iov[:0])
-		if len(q.iov) == 0 {
+		q.tx.iov = q.core.TxBufs(q.tx.iov[:0])
+		if len(q.tx.iov) == 0 {
 			a := q.afterLocked()
 			q.mu.Unlock()
 			q.act(a &^ actTx)
@@ -61,9 +87,9 @@ func (q *QP) txPump() bool {
 		}
 		q.txOut = true
 		q.mu.Unlock()
-		n, err := h.Writev(q.iov)
-		full := errors.Is(err, poll.ErrWouldBlock) || (err == nil && n < iovLen(q.iov))
-		clear(q.iov)
+		n, err := h.Writev(q.tx.iov)
+		full := errors.Is(err, poll.ErrWouldBlock) || (err == nil && n < iovLen(q.tx.iov))
+		clear(q.tx.iov)
 		q.mu.Lock()
 		q.txOut = false
 		q.core.TxDone(n)
@@ -75,7 +101,7 @@ func (q *QP) txPump() bool {
 		q.act(a &^ actTx)
 		switch {
 		case full:
-			go q.txGoroutine()
+			q.dev.workers.run(q.txGoFn)
 			return true
 		case err != nil:
 			return false
@@ -90,14 +116,14 @@ func (q *QP) txGoroutine() {
 		if q.rc == nil || !q.txRawWait() {
 			q.txBlocking()
 		}
-		q.shrinkTx()
-		q.txTok.Store(false)
+		q.releaseTx()
 		q.mu.Lock()
 		again := q.txWantedLocked()
 		q.mu.Unlock()
 		if !again || !q.txTok.CompareAndSwap(false, true) {
 			return
 		}
+		q.takeTx()
 	}
 }
 
@@ -105,15 +131,14 @@ func (q *QP) txGoroutine() {
 // the octets stay pinned during each write, which closing the connection
 // ends.
 func (q *QP) txBlocking() {
-	var nb net.Buffers
 	for {
 		q.mu.Lock()
 		if !q.txWantedLocked() {
 			q.mu.Unlock()
 			return
 		}
-		q.iov = q.core.TxBufs(q.iov[:0])
-		if len(q.iov) == 0 {
+		q.tx.iov = q.core.TxBufs(q.tx.iov[:0])
+		if len(q.tx.iov) == 0 {
 			a := q.afterLocked()
 			q.mu.Unlock()
 			q.act(a &^ actTx)
@@ -121,9 +146,12 @@ func (q *QP) txBlocking() {
 		}
 		q.txOut = true
 		q.mu.Unlock()
-		nb = appendChunk(nb[:0], q.iov, txChunk)
-		n, err := nb.WriteTo(q.nc)
-		clear(q.iov)
+		base := appendChunk(q.tx.nb[:0], q.tx.iov, txChunk)
+		q.tx.nb = base
+		n, err := q.tx.nb.WriteTo(q.nc) // consumes q.tx.nb
+		clear(q.tx.iov)
+		clear(base)
+		q.tx.nb = base[:0]
 		q.mu.Lock()
 		q.txOut = false
 		q.core.TxDone(int(n))
@@ -158,13 +186,4 @@ func iovLen(bufs [][]byte) int {
 		n += len(b)
 	}
 	return n
-}
-
-// shrinkTx drops the transmit scratch a burst grew, so that an idle QP
-// holds little memory.
-func (q *QP) shrinkTx() {
-	if cap(q.iov) > 64 {
-		q.iov = nil
-	}
-	q.txRaw.shrink()
 }

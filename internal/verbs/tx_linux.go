@@ -11,14 +11,16 @@ import (
 // maxIOV is Linux's IOV_MAX: the most slices one writev takes.
 const maxIOV = 1024
 
+// iovecs are a writev's arguments.
+type iovecs []syscall.Iovec
+
 // txRaw is the transmit goroutine's state for writing through the
-// connection's RawConn: the writev arguments and what the callback found.
+// connection's RawConn: the callback, bound once, and what it found.
 // Owned by the holder of the transmit token.
 type txRaw struct {
-	iovecs []syscall.Iovec
-	fn     func(fd uintptr) bool
-	a      acts // what the callback's drives decided, for the caller to act on
-	stop   bool // nothing more to write, or the connection failed
+	fn   func(fd uintptr) bool
+	a    acts // what the callback's drives decided, for the caller to act on
+	stop bool // nothing more to write, or the connection failed
 }
 
 // txRawWait writes what the Core has, waiting for room in the socket
@@ -62,8 +64,8 @@ func (q *QP) txWritable(fd uintptr) bool {
 			t.stop = true
 			return true
 		}
-		q.iov = q.core.TxBufs(q.iov[:0])
-		if len(q.iov) == 0 {
+		q.tx.iov = q.core.TxBufs(q.tx.iov[:0])
+		if len(q.tx.iov) == 0 {
 			t.a |= q.afterLocked()
 			q.mu.Unlock()
 			t.stop = true
@@ -71,8 +73,8 @@ func (q *QP) txWritable(fd uintptr) bool {
 		}
 		q.txOut = true
 		q.mu.Unlock()
-		n, errno := t.writev(fd, q.iov)
-		clear(q.iov)
+		n, errno := writev(fd, q.tx.iov, &q.tx.vec)
+		clear(q.tx.iov)
 		q.mu.Lock()
 		q.txOut = false
 		q.core.TxDone(n)
@@ -95,9 +97,9 @@ func (q *QP) txWritable(fd uintptr) bool {
 }
 
 // writev makes one writev(2) of bufs (up to IOV_MAX of them) on fd,
-// retried only when a signal interrupted it.
-func (t *txRaw) writev(fd uintptr, bufs [][]byte) (int, syscall.Errno) {
-	v := t.iovecs[:0]
+// retried only when a signal interrupted it; vec is its scratch.
+func writev(fd uintptr, bufs [][]byte, vec *iovecs) (int, syscall.Errno) {
+	v := (*vec)[:0]
 	for _, b := range bufs {
 		if len(b) == 0 {
 			continue
@@ -109,7 +111,7 @@ func (t *txRaw) writev(fd uintptr, bufs [][]byte) (int, syscall.Errno) {
 		e.SetLen(len(b))
 		v = append(v, e)
 	}
-	t.iovecs = v
+	*vec = v
 	if len(v) == 0 {
 		return 0, 0
 	}
@@ -123,12 +125,5 @@ func (t *txRaw) writev(fd uintptr, bufs [][]byte) (int, syscall.Errno) {
 			return 0, e
 		}
 		return int(n), 0
-	}
-}
-
-// shrink drops iovecs a burst grew.
-func (t *txRaw) shrink() {
-	if cap(t.iovecs) > 64 {
-		t.iovecs = nil
 	}
 }

@@ -57,6 +57,9 @@ func (q *QP) PostWait(wr rdmap.SendWR, w *Waiter) error {
 	slot := q.sqTail
 	n, err := q.core.PostSend(one[:])
 	if n == 1 {
+		if q.waiters == nil {
+			q.waiters = make([]*Waiter, q.cfg.SQDepth)
+		}
 		q.waiters[slot%uint64(len(q.waiters))] = w
 		q.sqTail++
 	}

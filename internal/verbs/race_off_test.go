@@ -1,0 +1,6 @@
+//go:build !race
+
+package verbs
+
+// raceEnabled: the race detector allocates on its own account.
+const raceEnabled = false
