@@ -42,6 +42,7 @@ type simWR struct {
 	// peer receive (1-based; 0: none).
 	consumer int
 	counted  bool // the batch counted it as taking a peer receive
+	sent     bool // its message's last octet was written (the wire monitor)
 	epoch    int  // the invalidated region's epoch when it was posted
 	// target is the peer's Write zone range it writes (verified once a
 	// later message proves placement).

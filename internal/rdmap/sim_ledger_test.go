@@ -83,6 +83,11 @@ func (s *simSide) succeeded(rec *simWR, c *Completion) {
 	}
 	rec.done, rec.status = true, StatusSuccess
 	w.cover.ok[rec.op]++
+	if !rec.recv && !rec.op.outbound() && rec.op != OpLocalInv && !rec.sent && !s.mon.detached {
+		// A Send or Write completes once handed to TCP (docs/semantics.md
+		// rule 3): then its buffers are the application's again.
+		w.failf("side %s: %v WR %d completed before its last octet was written", s.name, rec.op, rec.id)
+	}
 	switch {
 	case rec.recv:
 		s.receiveOK(rec, c)

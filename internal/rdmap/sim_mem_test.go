@@ -296,13 +296,15 @@ func (m *simMemory) locate(b []byte) (g *simRegion, off int, ok bool) {
 // region whose invalidation has drained.
 func (s *simSide) checkIovecs(iov [][]byte) {
 	for _, b := range iov {
-		g, _, ok := s.mem.locate(b)
+		g, off, ok := s.mem.locate(b)
 		switch {
 		case !ok:
 		case g == nil:
 			s.w.failf("side %s: TxBufs hands out %d octets outside every registered region (a canary)", s.name, len(b))
 		case g.frozen != nil:
 			s.w.failf("side %s: TxBufs hands out %d octets of %s after its %s drained", s.name, len(b), g.name, g.what)
+		case g.local != nil && off < g.local.lo+g.local.n && !g.local.owned(off, len(b)):
+			s.w.failf("side %s: TxBufs hands out %s [%d,%d), which no posted WR owns (its WR completed)", s.name, g.name, off, off+len(b))
 		}
 	}
 }

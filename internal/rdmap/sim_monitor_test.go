@@ -36,6 +36,7 @@ type simMonitor struct {
 	// Write of a Write with Immediate went, its Immediate Data is next.
 	sq   int
 	half bool
+	cur  *simWR // the WR whose message is being sent
 	// respEnds: the stream offset after each response message (Read
 	// Response, Atomic Response, Read V2 Response) the side sent.
 	respEnds []uint64
@@ -135,6 +136,9 @@ func (m *simMonitor) segment(b []byte) {
 		if !m.tagged && u.Opcode == wire.OpWrite {
 			m.sqMessage(u.Opcode)
 		}
+		if h.Last && u.Opcode == wire.OpWrite {
+			m.sent()
+		}
 		m.tagged = !h.Last
 		return
 	}
@@ -160,6 +164,9 @@ func (m *simMonitor) segment(b []byte) {
 	if h.Last {
 		m.open[q] = false
 		m.next[q]++
+		if q == wire.QNSend || q == wire.QNReadReq {
+			m.sent()
+		}
 	}
 	if u.Opcode == wire.OpTerminate {
 		m.term = &simTerm{t: u.Terminate, msn: h.MSN, ulpdu: bytes.Clone(b), step: w.now}
@@ -201,12 +208,21 @@ func (m *simMonitor) sqMessage(op wire.Opcode) {
 	if !m.half && rec.flags&Fence != 0 {
 		m.fenced(rec)
 	}
+	m.cur = rec
 	if (rec.op == OpWriteImm || rec.op == OpWriteImmSE) && !m.half {
 		m.half = true
 		return
 	}
 	m.half = false
 	m.sq++
+}
+
+// sent records that the current send-queue message's last octet was
+// written (a Write with Immediate's after its second message).
+func (m *simMonitor) sent() {
+	if m.cur != nil && !m.half {
+		m.cur.sent = true
+	}
 }
 
 // fenced checks that a fenced WR's message leaves only after the
