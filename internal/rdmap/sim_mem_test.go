@@ -69,6 +69,7 @@ type simRegion struct {
 	zoneLo, zoneHi int       // the peer's Write zone (wzone; churn: upper half)
 	wnext          int       // next fresh octet of the Write zone
 	epoch          int       // counts its re-keys: an invalidation posted before one no longer applies
+	usedAt         int64     // the step the application last used it
 }
 
 // simMemory is one side's registered memory.
@@ -230,7 +231,21 @@ func (g *simRegion) freeze(what string) {
 
 // use ends the frozen period of g: the application uses it again at its
 // current generation.
-func (g *simRegion) use() { g.frozen = nil }
+func (g *simRegion) use() {
+	g.frozen = nil
+	g.usedAt = g.m.s.w.now
+}
+
+// freezeAfter freezes g once the invalidation p drained, unless g was
+// re-keyed and used at its new generation since p began: its bytes may
+// change again (until a later invalidation of that generation, which
+// freezes it in turn).
+func (g *simRegion) freezeAfter(p *simInval) {
+	if g.usedAt >= p.at {
+		return
+	}
+	g.freeze(p.what)
+}
 
 // watchInvalidations freezes the regions whose invalidation drained and
 // revokes the leases of those that waited too long, as Deregister does when
@@ -242,7 +257,7 @@ func (s *simSide) watchInvalidations() {
 	for _, p := range m.pending {
 		switch {
 		case p.inv.Drained():
-			p.reg.freeze(p.what)
+			p.reg.freezeAfter(p)
 			continue
 		case p.revoked:
 			s.core.Poll(s.comps[:0]) // the shell's Wake drives the Core
@@ -251,7 +266,7 @@ func (s *simSide) watchInvalidations() {
 				s.w.failf("side %s: the %s of %s has not drained after Revoke and a Poll (leases left: %v): the Core does not let revoked leases go",
 					s.name, p.what, p.reg.name, p.inv.Leases())
 			}
-			p.reg.freeze(p.what)
+			p.reg.freezeAfter(p)
 			continue
 		case s.w.now >= p.revokeAt:
 			n := p.inv.Revoke()
