@@ -7,11 +7,11 @@ import (
 	"github.com/goiwarp/iwarp/internal/mem"
 )
 
-// Findings of the simulation: Core behaviour that breaks the contract,
+// Findings of the simulation: Core behaviour that broke the contract,
 // each reduced to a focused test. They run only with -sim.findings (so
-// that CI stays green while the Core is being fixed); the simulation
-// itself tolerates them where a real shell would (and says so where it
-// does). Run: go test ./internal/rdmap -run 'TestSimFinding' -sim.findings
+// that CI stays green while the Core is being fixed); once a finding is
+// fixed its test passes and the simulation checks the rule strictly.
+// Run: go test ./internal/rdmap -run 'TestSimFinding' -sim.findings
 
 // simFindingPair is two Cores joined by perfect in-memory pipes (every
 // octet handed out is written and read at once), for the findings' short
