@@ -39,6 +39,9 @@ func (w *simWorld) checkTerminates() {
 		if !errors.As(s.core.Err(), &te) || !te.Sent || te.Code != code {
 			w.failf("side %s sent Terminate %v, but its error is %v", s.name, code, s.core.Err())
 		}
+		if !(w.hostileDone && w.cfg.victim == s.idx) && !s.peer.cutMidFPDU {
+			s.checkAttached(t)
+		}
 		switch {
 		case w.hostileDone && w.cfg.victim == s.idx && t.step >= w.hostileStep:
 			w.checkHostile(s, t)
@@ -48,6 +51,25 @@ func (w *simWorld) checkTerminates() {
 		default:
 			w.failf("side %s sent Terminate %v (%v), which nothing the peer did could provoke (its risky WRs provoke %v)", s.name, code, te, s.peer.provokes)
 		}
+	}
+}
+
+// checkAttached checks what a Terminate attaches (RFC 5040 §4.8): the DDP
+// header of a segment the peer sent, its length, and a Read Request's
+// RDMA header.
+func (s *simSide) checkAttached(t *simTerm) {
+	w := s.w
+	if !t.t.D && !t.t.R && !t.t.M {
+		return
+	}
+	seg, ok := s.peer.mon.segs[string(t.t.DDPHeader)]
+	switch {
+	case !ok:
+		w.failf("side %s's Terminate %v attaches a DDP header the peer never sent: % x", s.name, t.t.Code, t.t.DDPHeader)
+	case t.t.M && int(t.t.DDPSegLen) != seg.n:
+		w.failf("side %s's Terminate %v gives the segment length %d, the segment had %d octets", s.name, t.t.Code, t.t.DDPSegLen, seg.n)
+	case t.t.R && string(t.t.RDMAHeader) != seg.rdma:
+		w.failf("side %s's Terminate %v attaches an RDMA header that is not its Read Request's: % x", s.name, t.t.Code, t.t.RDMAHeader)
 	}
 }
 

@@ -41,6 +41,16 @@ type simMonitor struct {
 	// Response, Atomic Response, Read V2 Response) the side sent.
 	respEnds []uint64
 	end      uint64 // the offset after the FPDU being checked
+	// segs: every segment sent, by its DDP header (a Terminate of the
+	// peer's attaches one of them).
+	segs map[string]simSeg
+}
+
+// simSeg is what a Terminate may attach of a segment: its length and the
+// RDMA header (a Read Request's 28 octets).
+type simSeg struct {
+	n    int
+	rdma string
 }
 
 // simTerm is a Terminate seen on the wire.
@@ -126,6 +136,14 @@ func (m *simMonitor) segment(b []byte) {
 		rv = wire.RDMAPVersion2
 	}
 	h := &u.DDP
+	if m.segs == nil {
+		m.segs = map[string]simSeg{}
+	}
+	seg := simSeg{n: len(b)}
+	if u.Opcode == wire.OpReadRequest {
+		seg.rdma = string(b[h.Len() : h.Len()+wire.ReadRequestLen])
+	}
+	m.segs[string(b[:h.Len()])] = seg
 	if got := h.Control.Version(); got != rv {
 		w.failf("side %s sent %v with RDMAP version %d, want %d", s.name, u.Opcode, got, rv)
 	}
