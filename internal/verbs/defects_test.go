@@ -68,6 +68,9 @@ func TestDefect01LocalInvalidateBehindReadResponse(t *testing.T) {
 		src := e.register(t, make([]byte, bigRead), 0)
 		postRecv64(t, e, 900)
 		e.post(t, rdmap.SendWR{ID: 1, Op: rdmap.OpWrite, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(src)}, RemoteSTag: 0x5500})
+		for e.qp.Stats().FPDUsSent == 0 {
+			runtime.Gosched() // the Write has begun (a transmit goroutine may write it)
+		}
 		p.readRequest(wire.ReadRequest{SinkSTag: 0x6600, Size: xLen, SrcSTag: uint32(x.STag()), SrcTO: x.Base()})
 		recvSync(t, e, p, 900) // the Read Request is queued behind the Write
 		e.post(t, rdmap.SendWR{ID: 2, Op: rdmap.OpLocalInv, Flags: rdmap.Signaled, InvSTag: uint32(x.STag())})

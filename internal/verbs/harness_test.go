@@ -33,6 +33,7 @@ type end struct {
 // opts shape an end and its connection.
 type opts struct {
 	noPoll     bool
+	pipe       bool // an in-memory connection without a descriptor (pipePair)
 	framing    fpdu.Options
 	params     rdmap.Params
 	sq, rq     int
@@ -89,7 +90,14 @@ func (e *end) start(t testing.TB, c net.Conn, o opts) {
 func pair(t testing.TB, oa, ob opts) (a, b *end) {
 	t.Helper()
 	a, b = newEnd(t, oa), newEnd(t, ob)
-	ca, cb := testnet.TCPPair(t)
+	var ca, cb net.Conn
+	if oa.pipe {
+		pa, pb := pipePair()
+		t.Cleanup(func() { pa.Close(); pb.Close() })
+		ca, cb = pa, pb
+	} else {
+		ca, cb = testnet.TCPPair(t)
+	}
 	a.start(t, ca, oa)
 	b.start(t, cb, ob)
 	return a, b

@@ -3,6 +3,7 @@ package verbs
 import (
 	"context"
 	"errors"
+	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -121,13 +122,17 @@ func TestPostRecvDuringTeardown(t *testing.T) {
 func TestDisconnectOrderly(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
-			o := defaultOpts()
-			o.noPoll = m.noPoll
+			o := modeOpts(m.noPoll, m.pipe)
 			a, b := newEnd(t, o), newEnd(t, o)
-			var doneA, doneB atomic.Int32
-			a.qp.cfg.OnDone = func(*QP) { doneA.Add(1) }
-			b.qp.cfg.OnDone = func(*QP) { doneB.Add(1) }
-			ca, cb := testnet.TCPPair(t)
+			// OnDone runs after Done closed, on the goroutine that
+			// finished the teardown: perhaps after Close returned.
+			doneA, doneB := make(chan struct{}, 2), make(chan struct{}, 2)
+			a.qp.cfg.OnDone = func(*QP) { doneA <- struct{}{} }
+			b.qp.cfg.OnDone = func(*QP) { doneB <- struct{}{} }
+			var ca, cb net.Conn = pipePair()
+			if !m.pipe {
+				ca, cb = testnet.TCPPair(t)
+			}
 			a.start(t, ca, o)
 			b.start(t, cb, o)
 			dst := b.register(t, make([]byte, 1<<20), mem.AccessRemoteWrite|mem.AccessRemoteRead)
@@ -151,8 +156,15 @@ func TestDisconnectOrderly(t *testing.T) {
 			}
 			a.closeWithin(t)
 			b.closeWithin(t)
-			if doneA.Load() != 1 || doneB.Load() != 1 {
-				t.Errorf("OnDone ran %d and %d times, want once each", doneA.Load(), doneB.Load())
+			for _, ch := range []chan struct{}{doneA, doneB} {
+				select {
+				case <-ch:
+				case <-time.After(bound):
+					t.Fatal("OnDone did not run")
+				}
+			}
+			if len(doneA)+len(doneB) != 0 {
+				t.Error("OnDone ran more than once")
 			}
 		})
 	}

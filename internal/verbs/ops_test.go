@@ -10,19 +10,29 @@ import (
 	"github.com/goiwarp/iwarp/internal/rdmap"
 )
 
-// Every operation end to end between two shells, read by the poller and
-// by receive goroutines (the portable path).
+// Every operation end to end between two shells, in each way a QP can
+// read and write its connection.
 
-// modes are the two ways a QP reads its connection.
+// modes are the ways a QP reads and writes its connection: the Device's
+// poller; a receive goroutine waiting in the runtime's network poller
+// (no poller); a receive goroutine reading a connection without a
+// descriptor into a bounce buffer, with blocking writes (the portable
+// path).
 var modes = []struct {
-	name   string
-	noPoll bool
-}{{"poller", false}, {"goroutine", true}}
+	name         string
+	noPoll, pipe bool
+}{{"poller", false, false}, {"goroutine", true, false}, {"portable", true, true}}
 
-// v2Opts are the default options with the V2 extensions agreed.
-func v2Opts(noPoll bool) opts {
+// modeOpts are the default options in mode m.
+func modeOpts(noPoll, pipe bool) opts {
 	o := defaultOpts()
-	o.noPoll = noPoll
+	o.noPoll, o.pipe = noPoll, pipe
+	return o
+}
+
+// v2Opts are modeOpts with the V2 extensions agreed.
+func v2Opts(noPoll, pipe bool) opts {
+	o := modeOpts(noPoll, pipe)
 	o.params.V2 = true
 	return o
 }
@@ -183,7 +193,7 @@ func TestOperations(t *testing.T) {
 	for _, m := range modes {
 		for _, tc := range cases {
 			t.Run(m.name+"/"+tc.name, func(t *testing.T) {
-				a, b := pair(t, v2Opts(m.noPoll), v2Opts(m.noPoll))
+				a, b := pair(t, v2Opts(m.noPoll, m.pipe), v2Opts(m.noPoll, m.pipe))
 				s := &sides{a: a, b: b, rb: make([]byte, 64), target: make([]byte, 4096), sink: make([]byte, 4096)}
 				// The target's content is set before the responder's
 				// goroutines can read it (only the network orders what
@@ -213,8 +223,8 @@ func TestBulk(t *testing.T) {
 	for _, m := range modes {
 		for _, crc := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/crc=%v", m.name, crc), func(t *testing.T) {
-				o := defaultOpts()
-				o.noPoll, o.framing.CRC = m.noPoll, crc
+				o := modeOpts(m.noPoll, m.pipe)
+				o.framing.CRC = crc
 				a, b := pair(t, o, o)
 				src := make([]byte, size)
 				for i := range src {

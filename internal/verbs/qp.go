@@ -118,9 +118,13 @@ type QP struct {
 	rxStop atomic.Bool
 	// hp is the poller registration (nil: no poller, or not yet).
 	hp atomic.Pointer[poll.Handle]
-	// rc is the connection's RawConn for the transmit goroutine's wait
-	// (nil without a poller); set by Start before any transmission.
+	// rc is the connection's RawConn (nil for a connection without a
+	// descriptor): the non-blocking system calls and the waits for the
+	// socket of the paths without a poller Handle. Set by Start with core.
 	rc syscall.RawConn
+
+	// rxActs: what rxReadable's drives decided (the rx token holder's).
+	rxActs acts
 
 	// Owned by the tx token holder.
 	tx    *txScratch // from txPool, while the token is held
@@ -186,6 +190,10 @@ func (q *QP) Start(nc net.Conn, s Setup) error {
 	if p.MULPDU <= 0 {
 		p.MULPDU = fpdu.MULPDU(fpdu.EMSS(nc), s.Framing.SendMarkers)
 	}
+	var rc syscall.RawConn
+	if sc, ok := nc.(syscall.Conn); ok {
+		rc, _ = sc.SyscallConn() // nil: the connection has no descriptor
+	}
 	q.mu.Lock()
 	if q.core != nil || q.finished {
 		q.mu.Unlock()
@@ -202,7 +210,7 @@ func (q *QP) Start(nc net.Conn, s Setup) error {
 		q.mu.Unlock()
 		return err
 	}
-	q.core, q.nc = core, nc
+	q.core, q.nc, q.rc = core, nc, rc
 	q.hold = s.Framing.HoldSendUntilReceive
 	if len(s.Pending) > 0 {
 		q.hold = false
@@ -216,18 +224,16 @@ func (q *QP) Start(nc net.Conn, s Setup) error {
 }
 
 // startReading registers the connection with the Device's poller and arms
-// it, or starts the receive goroutine where polling is unsupported.
+// it; where polling is unsupported or not wanted it starts the QP's
+// receive goroutine: one that waits for the socket in the runtime's
+// network poller (rxWaiting), or, for a connection without a descriptor,
+// one that reads into a bounce buffer (rxBlocking).
 func (q *QP) startReading() {
 	var h *poll.Handle
-	if sc, ok := q.nc.(syscall.Conn); ok && q.dev.poller != nil {
-		rc, err := sc.SyscallConn()
-		if err == nil {
-			h, err = q.dev.poller.Register(sc, (*rxHandler)(q))
-		}
-		switch {
-		case err == nil:
-			q.rc = rc
-		case !errors.Is(err, poll.ErrUnsupported):
+	if sc, ok := q.nc.(syscall.Conn); ok && q.rc != nil && q.dev.poller != nil {
+		var err error
+		h, err = q.dev.poller.Register(sc, (*rxHandler)(q))
+		if err != nil && !errors.Is(err, poll.ErrUnsupported) {
 			q.failWith(err)
 			return
 		}
@@ -243,8 +249,12 @@ func (q *QP) startReading() {
 		_ = h.Close()
 	case h != nil:
 		q.rxRelease() // arms the socket
-	case !closed:
+	case closed:
+	case q.rc != nil && rawIO:
 		q.rxTok.Store(true) // the receive goroutine holds it for good
+		go q.rxWaiting()
+	default:
+		q.rxTok.Store(true)
 		go q.rxBlocking()
 	}
 }

@@ -68,8 +68,8 @@ func (q *QP) kickTx() {
 // (the socket is full, or there is no poller to write without blocking).
 func (q *QP) txPump() bool {
 	h := q.hp.Load()
-	if h == nil {
-		q.dev.workers.run(q.txGoFn)
+	if h == nil && (q.rc == nil || !rawIO) {
+		q.dev.workers.run(q.txGoFn) // only blocking writes here
 		return true
 	}
 	for {
@@ -87,7 +87,13 @@ func (q *QP) txPump() bool {
 		}
 		q.txOut = true
 		q.mu.Unlock()
-		n, err := h.Writev(q.tx.iov)
+		var n int
+		var err error
+		if h != nil {
+			n, err = h.Writev(q.tx.iov)
+		} else {
+			n, err = q.txTry() // no Handle: through the RawConn
+		}
 		full := errors.Is(err, poll.ErrWouldBlock) || (err == nil && n < iovLen(q.tx.iov))
 		clear(q.tx.iov)
 		q.mu.Lock()

@@ -6,6 +6,8 @@ import (
 	"os"
 	"syscall"
 	"unsafe"
+
+	"github.com/goiwarp/iwarp/internal/poll"
 )
 
 // maxIOV is Linux's IOV_MAX: the most slices one writev takes.
@@ -21,6 +23,11 @@ type txRaw struct {
 	fn   func(fd uintptr) bool
 	a    acts // what the callback's drives decided, for the caller to act on
 	stop bool // nothing more to write, or the connection failed
+
+	// txTry's callback, bound once, and its result.
+	tryFn func(fd uintptr) bool
+	n     int
+	errno syscall.Errno
 }
 
 // txRawWait writes what the Core has, waiting for room in the socket
@@ -126,4 +133,32 @@ func writev(fd uintptr, bufs [][]byte, vec *iovecs) (int, syscall.Errno) {
 		}
 		return int(n), 0
 	}
+}
+
+// txTry makes one non-blocking writev of the scratch's iovecs through the
+// RawConn, for a QP without a poller Handle that reads with a goroutine
+// (rxwait_linux.go). It returns ErrWouldBlock when the socket is full.
+func (q *QP) txTry() (int, error) {
+	t := &q.txRaw
+	if t.tryFn == nil {
+		t.tryFn = q.txTryWrite
+	}
+	if err := q.rc.Write(t.tryFn); err != nil {
+		return 0, err
+	}
+	n, e := t.n, t.errno
+	t.n, t.errno = 0, 0
+	switch e {
+	case 0:
+		return n, nil
+	case syscall.EAGAIN:
+		return 0, poll.ErrWouldBlock
+	}
+	return 0, os.NewSyscallError("writev", e)
+}
+
+// txTryWrite is txTry's RawConn.Write callback: one writev, no wait.
+func (q *QP) txTryWrite(fd uintptr) bool {
+	q.txRaw.n, q.txRaw.errno = writev(fd, q.tx.iov, &q.tx.vec)
+	return true
 }

@@ -1,0 +1,88 @@
+//go:build linux && !iwarp_portable
+
+package verbs
+
+import (
+	"os"
+	"syscall"
+)
+
+// Reading with a goroutine per QP (a Device without a poller, on a
+// connection with a descriptor): the goroutine waits in the runtime's network poller on the QP's own socket,
+// as a goroutine blocked in net.Conn.Read does, and reads without
+// blocking into the Core's RxBuf from the RawConn.Read callback. No pin is
+// held across the wait: the callback returns false to wait only after
+// RxDone. It holds the receive token for the QP's life. What the drives
+// decide is done outside the callback: closing the connection inside it
+// would wait for the callback's own reference to the descriptor.
+
+// rawIO: the non-blocking system calls through a connection's RawConn
+// (rxWaiting, txTry, txRawWait) are available.
+const rawIO = true
+
+// rxWaiting is the QP's receive goroutine.
+func (q *QP) rxWaiting() {
+	fn := q.rxReadable
+	for !q.rxStop.Load() {
+		q.rxActs = 0
+		err := q.rc.Read(fn)
+		q.act(q.rxActs)
+		if err != nil {
+			q.mu.Lock()
+			q.core.RxEOF(err) // nothing if the QP is torn down already
+			a := q.afterLocked()
+			q.mu.Unlock()
+			q.act(a)
+			return
+		}
+	}
+}
+
+// rxReadable is the RawConn.Read callback: it reads until the socket is
+// empty (false: wait) or the Core wants no more input (true), and returns
+// true too when the drives decided something (a transmission, a close),
+// which the caller does before it waits again.
+func (q *QP) rxReadable(fd uintptr) bool {
+	for {
+		q.mu.Lock()
+		buf := q.core.RxBuf()
+		if buf == nil {
+			q.rxStop.Store(true)
+			q.rxActs |= q.afterLocked()
+			q.mu.Unlock()
+			return true
+		}
+		q.rxOut = true
+		q.mu.Unlock()
+		n, errno := rawRead(fd, buf)
+		q.mu.Lock()
+		q.rxOut = false
+		q.core.RxDone(n)
+		if n > 0 {
+			q.hold = false
+		}
+		stop := true
+		switch {
+		case errno == syscall.EAGAIN:
+			stop = false
+		case errno != 0:
+			q.core.RxEOF(os.NewSyscallError("read", errno))
+		case n == 0:
+			q.core.RxEOF(nil)
+		default:
+			stop = false
+		}
+		if stop {
+			q.rxStop.Store(true)
+		}
+		a := q.afterLocked()
+		q.mu.Unlock()
+		q.rxActs |= a
+		switch {
+		case stop, a != 0:
+			return true
+		case errno == syscall.EAGAIN, n < len(buf):
+			return false // the socket is empty: wait for more
+		}
+	}
+}
