@@ -3,6 +3,8 @@ package rdmap
 import (
 	"fmt"
 	"math/rand/v2"
+
+	"github.com/goiwarp/iwarp/internal/fpdu"
 )
 
 // simConfig is everything a seed draws before its first step.
@@ -168,4 +170,19 @@ func (c simConfig) String() string {
 		s += fmt.Sprintf(" hostile=%s victim=%s at=%d", c.hostile.name, simSideName(c.victim), c.hostileAt)
 	}
 	return s
+}
+
+// framing returns side i's framing options.
+func (c *simConfig) framing(i int) fpdu.Options {
+	return fpdu.Options{CRC: c.crc, SendMarkers: c.markers[i], RecvMarkers: c.markers[1-i]}
+}
+
+// params returns side i's negotiated parameters.
+func (c *simConfig) params(i int) Params {
+	return Params{
+		IRD: c.ird[i], ORD: c.ird[1-i], MULPDU: c.mulpdu[i],
+		FirstSendMSN: c.firstSend[i], FirstReadMSN: c.firstRead[i],
+		FirstPeerSendMSN: c.firstSend[1-i], FirstPeerReadMSN: c.firstRead[1-i],
+		RFC7306: c.rfc7306, V2: c.v2,
+	}
 }
