@@ -77,52 +77,61 @@ func tcpPingPong(b *testing.B, n, req, resp int) []time.Duration {
 // ping-pong of the same FPDU sizes (a Read Request is 50 octets on the
 // wire with CRC, its Response 30; an Atomic Request 78, its Response 38).
 func BenchmarkRoundTrip(b *testing.B) {
-	for _, op := range []rdmap.Op{rdmap.OpRead, rdmap.OpFetchAdd} {
-		b.Run(op.String(), func(b *testing.B) {
-			a, r := defaultPair(b)
-			target := r.register(b, make([]byte, 64), mem.AccessRemoteRead|mem.AccessRemoteAtomic)
-			sink := a.register(b, make([]byte, 8), mem.AccessLocalWrite)
-			ctx := context.Background()
-			woke := make(chan struct{})
-			go func() { // the responder's application
-				defer close(woke)
-				var out [4]CQE
-				for {
-					if err := r.cq.Wait(ctx); err != nil {
-						return
-					}
-					if r.cq.Poll(out[:]) == 0 {
-						continue
-					}
-					r.qp.PostRecv([]rdmap.RecvWR{{ID: 1}})
-					woke <- struct{}{}
-				}
-			}()
-			r.postRecv(b, rdmap.RecvWR{ID: 1})
-			wr := remote(rdmap.SendWR{Op: op, SGL: []rdmap.SGE{whole(sink)}, Data: 1}, target, 0)
-			lat := make([]time.Duration, 0, b.N)
-			b.ResetTimer()
-			for range b.N {
-				if _, err := a.qp.Do(ctx, rdmap.SendWR{Op: rdmap.OpSend}); err != nil {
-					b.Fatal(err)
-				}
-				<-woke // the responder returned from its wait, and waits again
-				start := time.Now()
-				if c, err := a.qp.Do(ctx, wr); err != nil || c.Status != rdmap.StatusSuccess {
-					b.Fatalf("%v: %+v, %v", op, c, err)
-				}
-				lat = append(lat, time.Since(start))
+	for _, m := range benchModes {
+		for _, op := range []rdmap.Op{rdmap.OpRead, rdmap.OpFetchAdd} {
+			b.Run(m.name+"/"+op.String(), func(b *testing.B) { roundTrip(b, op, m.noPoll) })
+		}
+	}
+}
+
+// benchModes are the modes the benchmarks compare: the Device's poller,
+// and a receive goroutine per QP waiting in the runtime's network poller.
+var benchModes = modes[:2]
+
+// roundTrip is BenchmarkRoundTrip of op in one mode.
+func roundTrip(b *testing.B, op rdmap.Op, noPoll bool) {
+	a, r := pair(b, modeOpts(noPoll, false), modeOpts(noPoll, false))
+	target := r.register(b, make([]byte, 64), mem.AccessRemoteRead|mem.AccessRemoteAtomic)
+	sink := a.register(b, make([]byte, 8), mem.AccessLocalWrite)
+	ctx := context.Background()
+	woke := make(chan struct{})
+	go func() { // the responder's application
+		defer close(woke)
+		var out [4]CQE
+		for {
+			if err := r.cq.Wait(ctx); err != nil {
+				return
 			}
-			b.StopTimer()
-			req, resp := 50, 30
-			if op == rdmap.OpFetchAdd {
-				req, resp = 78, 38
+			if r.cq.Poll(out[:]) == 0 {
+				continue
 			}
-			reportLatency(b, lat, tcpPingPong(b, max(b.N, 1000), req, resp))
-			r.cq.Close()
-			for range woke {
-			}
-		})
+			r.qp.PostRecv([]rdmap.RecvWR{{ID: 1}})
+			woke <- struct{}{}
+		}
+	}()
+	r.postRecv(b, rdmap.RecvWR{ID: 1})
+	wr := remote(rdmap.SendWR{Op: op, SGL: []rdmap.SGE{whole(sink)}, Data: 1}, target, 0)
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		if _, err := a.qp.Do(ctx, rdmap.SendWR{Op: rdmap.OpSend}); err != nil {
+			b.Fatal(err)
+		}
+		<-woke // the responder returned from its wait, and waits again
+		start := time.Now()
+		if c, err := a.qp.Do(ctx, wr); err != nil || c.Status != rdmap.StatusSuccess {
+			b.Fatalf("%v: %+v, %v", op, c, err)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	req, resp := 50, 30
+	if op == rdmap.OpFetchAdd {
+		req, resp = 78, 38
+	}
+	reportLatency(b, lat, tcpPingPong(b, max(b.N, 1000), req, resp))
+	r.cq.Close()
+	for range woke {
 	}
 }
 
@@ -212,57 +221,67 @@ func tcpRate16(b *testing.B, n, req, resp int) time.Duration {
 // on one QP with 16 in flight, against raw TCP pipelining 16 requests of
 // the same sizes.
 func BenchmarkRate16(b *testing.B) {
-	for _, op := range []rdmap.Op{rdmap.OpRead, rdmap.OpFetchAdd} {
-		b.Run(op.String(), func(b *testing.B) {
-			a, r := defaultPair(b)
-			target := r.register(b, make([]byte, 64), mem.AccessRemoteRead|mem.AccessRemoteAtomic)
-			sink := a.register(b, make([]byte, 8), mem.AccessLocalWrite)
-			wr := remote(rdmap.SendWR{Op: op, SGL: []rdmap.SGE{whole(sink)}, Data: 1}, target, 0)
-			n := max(b.N, 1000)
-			b.ResetTimer()
-			d := rate16(b, a, wr, n)
-			b.StopTimer()
-			req, resp := 50, 30
-			if op == rdmap.OpFetchAdd {
-				req, resp = 78, 38
-			}
-			raw := tcpRate16(b, n, req, resp)
-			ours, theirs := float64(n)/d.Seconds(), float64(n)/raw.Seconds()
-			b.ReportMetric(ours/1e6, "Mops/s")
-			b.ReportMetric(theirs/1e6, "tcp-Mops/s")
-			b.ReportMetric(ours/theirs, "ratio")
-		})
+	for _, m := range benchModes {
+		for _, op := range []rdmap.Op{rdmap.OpRead, rdmap.OpFetchAdd} {
+			b.Run(m.name+"/"+op.String(), func(b *testing.B) { rate16Bench(b, op, m.noPoll) })
+		}
 	}
+}
+
+// rate16Bench is BenchmarkRate16 of op in one mode.
+func rate16Bench(b *testing.B, op rdmap.Op, noPoll bool) {
+	a, r := pair(b, modeOpts(noPoll, false), modeOpts(noPoll, false))
+	target := r.register(b, make([]byte, 64), mem.AccessRemoteRead|mem.AccessRemoteAtomic)
+	sink := a.register(b, make([]byte, 8), mem.AccessLocalWrite)
+	wr := remote(rdmap.SendWR{Op: op, SGL: []rdmap.SGE{whole(sink)}, Data: 1}, target, 0)
+	n := max(b.N, 1000)
+	b.ResetTimer()
+	d := rate16(b, a, wr, n)
+	b.StopTimer()
+	req, resp := 50, 30
+	if op == rdmap.OpFetchAdd {
+		req, resp = 78, 38
+	}
+	raw := tcpRate16(b, n, req, resp)
+	ours, theirs := float64(n)/d.Seconds(), float64(n)/raw.Seconds()
+	b.ReportMetric(ours/1e6, "Mops/s")
+	b.ReportMetric(theirs/1e6, "tcp-Mops/s")
+	b.ReportMetric(ours/theirs, "ratio")
 }
 
 // BenchmarkWrite1MiB: 1 MiB Writes, 4 in flight, against raw TCP writing
 // 1 MiB buffers to a reader that discards them; CRC on and off.
 func BenchmarkWrite1MiB(b *testing.B) {
-	const size = 1 << 20
-	for _, crc := range []bool{false, true} {
-		name := "crc=off"
-		if crc {
-			name = "crc=on"
+	for _, m := range benchModes {
+		for _, crc := range []bool{false, true} {
+			name := m.name + "/crc=off"
+			if crc {
+				name = m.name + "/crc=on"
+			}
+			b.Run(name, func(b *testing.B) { write1MiB(b, crc, m.noPoll) })
 		}
-		b.Run(name, func(b *testing.B) {
-			o := defaultOpts()
-			o.framing.CRC = crc
-			a, r := pair(b, o, o)
-			dst := r.register(b, make([]byte, size), mem.AccessRemoteWrite)
-			src := a.register(b, make([]byte, size), 0)
-			wr := remote(rdmap.SendWR{Op: rdmap.OpWrite, SGL: []rdmap.SGE{whole(src)}}, dst, 0)
-			n := max(b.N, 200)
-			b.SetBytes(size)
-			b.ResetTimer()
-			d := rate16(b, a, wr, n)
-			b.StopTimer()
-			raw := tcpStream(b, n, size)
-			ours, theirs := float64(n)*size/d.Seconds(), float64(n)*size/raw.Seconds()
-			b.ReportMetric(ours/1e9, "GB/s")
-			b.ReportMetric(theirs/1e9, "tcp-GB/s")
-			b.ReportMetric(ours/theirs, "ratio")
-		})
 	}
+}
+
+// write1MiB is BenchmarkWrite1MiB in one mode.
+func write1MiB(b *testing.B, crc, noPoll bool) {
+	const size = 1 << 20
+	o := modeOpts(noPoll, false)
+	o.framing.CRC = crc
+	a, r := pair(b, o, o)
+	dst := r.register(b, make([]byte, size), mem.AccessRemoteWrite)
+	src := a.register(b, make([]byte, size), 0)
+	wr := remote(rdmap.SendWR{Op: rdmap.OpWrite, SGL: []rdmap.SGE{whole(src)}}, dst, 0)
+	n := max(b.N, 200)
+	b.SetBytes(size)
+	b.ResetTimer()
+	d := rate16(b, a, wr, n)
+	b.StopTimer()
+	raw := tcpStream(b, n, size)
+	ours, theirs := float64(n)*size/d.Seconds(), float64(n)*size/raw.Seconds()
+	b.ReportMetric(ours/1e9, "GB/s")
+	b.ReportMetric(theirs/1e9, "tcp-GB/s")
+	b.ReportMetric(ours/theirs, "ratio")
 }
 
 // tcpStream writes n buffers of size octets to a reader that discards
@@ -297,13 +316,20 @@ func tcpStream(b *testing.B, n, size int) time.Duration {
 // (64-deep queues, a 128-entry CQ each, the defaults of the public API),
 // both ends in this process: b.N pairs, reported per QP.
 func BenchmarkIdleQP(b *testing.B) {
+	for _, m := range benchModes {
+		b.Run(m.name, func(b *testing.B) { idleQPs(b, m.noPoll) })
+	}
+}
+
+// idleQPs is BenchmarkIdleQP in one mode.
+func idleQPs(b *testing.B, noPoll bool) {
 	pairs := max(b.N, 500)
-	devA, err := NewDevice(DeviceConfig{})
+	devA, err := NewDevice(DeviceConfig{NoPoll: noPoll})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer devA.Close()
-	devB, err := NewDevice(DeviceConfig{})
+	devB, err := NewDevice(DeviceConfig{NoPoll: noPoll})
 	if err != nil {
 		b.Fatal(err)
 	}

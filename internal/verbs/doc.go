@@ -23,16 +23,19 @@
 // transmits what the Core wants sent, releases the token and re-arms: bytes
 // that arrived meanwhile fire at once, no timer is involved. A connection
 // that keeps the poller busy past a budget gets a receive goroutine of its
-// own until its socket is empty. Where polling is unsupported a QP keeps a
-// receive goroutine that reads into a bounce buffer, never into registered
-// memory, and copies under the lock (no pin is held across a blocking
-// read).
+// own (a worker of the Device) until its socket is empty. Without a poller
+// (off Linux, or DeviceConfig.NoPoll) a QP keeps a receive goroutine: on
+// a connection with a descriptor it waits for the socket in the runtime's
+// network poller and reads as Ready does; on one without, it reads into a
+// bounce buffer, never into registered memory, and copies under the lock.
+// No pin is ever held across a wait.
 //
 // Transmitting: the goroutine that gave the Core work (a poster, the
 // receiver with a Read Response) takes the transmit token and writes
-// Core.TxBufs with one non-blocking writev. Only when the socket is full is
-// a transmit goroutine started; it waits for the socket to become writable
-// holding no pin, and leaves when the queue is empty.
+// Core.TxBufs with one non-blocking writev. Only when the socket is full
+// does a transmit goroutine (a worker of the Device) take over; it waits
+// for the socket to become writable holding no pin, and leaves when the
+// queue is empty.
 //
 // Teardown is bounded whatever the peer does: Close fails the Core, closes
 // the socket (which ends every system call and wakes every parked
@@ -51,16 +54,18 @@
 //	  connClosed, finished, rxOut,
 //	  txOut, sqTail, waiters, timers)
 //	QP.rq (own receive ring)       holder of QP.mu             holder of QP.mu            PostRecv, CQ.Poll's release
-//	decoder staging, RxBuf slice   holder of the rx token      that holder                CAS rxTok; the holder re-arms
+//	decoder staging, RxBuf slice,  holder of the rx token      that holder                CAS rxTok; the holder re-arms
+//	  QP.rxActs
 //	QP.tx (iovecs in flight)       holder of the tx token      that holder                CAS txTok; the holder re-checks WantTx
-//	QP.h, QP.rc                    Start (written once)        anyone (atomic / after     —
-//	                                                           Start under QP.mu)
+//	QP.hp (poller Handle)          Start (stored once)         anyone (atomic)            —
+//	QP.nc, QP.rc                   Start, with QP.core         whoever saw QP.core        —
+//	Device workers (idle ones)     the workers themselves      —                          run (a job to a parked worker, else a new one)
 //	SRQ ring, limit                SRQ.mu                      holder of SRQ.mu           PostRecv, Take, Arm (QP.mu before SRQ.mu)
 //	CQ ring, arm state             CQ.mu                       holder of CQ.mu            push, Poll, Arm (QP.mu before CQ.mu)
 //	registration word (valid bit,  internal/mem, atomically    anyone                     Register, Begin*, Pin, Lease
 //	  generation, pins)
 //	epoll registration             internal/poll               —                          Arm, Disarm, Close
 //
-// Lock order: QP.mu, then SRQ.mu or CQ.mu; neither of the last two is held
-// while taking QP.mu.
+// Lock order: QP.mu, then SRQ.mu, then CQ.mu; none is held while taking
+// one before it in this order.
 package verbs
