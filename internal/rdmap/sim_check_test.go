@@ -62,15 +62,17 @@ func (s *simSide) checkAttached(t *simTerm) {
 	if !t.t.D && !t.t.R && !t.t.M {
 		return
 	}
-	seg, ok := s.peer.mon.segs[string(t.t.DDPHeader)]
-	switch {
-	case !ok:
+	segs, ok := s.peer.mon.segs[string(t.t.DDPHeader)]
+	if !ok {
 		w.failf("side %s's Terminate %v attaches a DDP header the peer never sent: % x", s.name, t.t.Code, t.t.DDPHeader)
-	case t.t.M && int(t.t.DDPSegLen) != seg.n:
-		w.failf("side %s's Terminate %v gives the segment length %d, the segment had %d octets", s.name, t.t.Code, t.t.DDPSegLen, seg.n)
-	case t.t.R && string(t.t.RDMAHeader) != seg.rdma:
-		w.failf("side %s's Terminate %v attaches an RDMA header that is not its Read Request's: % x", s.name, t.t.Code, t.t.RDMAHeader)
 	}
+	for _, seg := range segs {
+		if (!t.t.M || int(t.t.DDPSegLen) == seg.n) && (!t.t.R || string(t.t.RDMAHeader) == seg.rdma) {
+			return
+		}
+	}
+	w.failf("side %s's Terminate %v gives segment length %d and RDMA header % x; the peer's segments with that DDP header: %v",
+		s.name, t.t.Code, t.t.DDPSegLen, t.t.RDMAHeader, segs)
 }
 
 // faultsDue starts the configured fault at its step.

@@ -3,6 +3,7 @@ package rdmap
 import (
 	"bytes"
 	"errors"
+	"slices"
 
 	"github.com/goiwarp/iwarp/internal/fpdu"
 	"github.com/goiwarp/iwarp/internal/wire"
@@ -42,8 +43,8 @@ type simMonitor struct {
 	respEnds []uint64
 	end      uint64 // the offset after the FPDU being checked
 	// segs: every segment sent, by its DDP header (a Terminate of the
-	// peer's attaches one of them).
-	segs map[string]simSeg
+	// peer's attaches one of them; several segments may share a header).
+	segs map[string][]simSeg
 }
 
 // simSeg is what a Terminate may attach of a segment: its length and the
@@ -137,13 +138,16 @@ func (m *simMonitor) segment(b []byte) {
 	}
 	h := &u.DDP
 	if m.segs == nil {
-		m.segs = map[string]simSeg{}
+		m.segs = map[string][]simSeg{}
 	}
 	seg := simSeg{n: len(b)}
 	if u.Opcode == wire.OpReadRequest {
 		seg.rdma = string(b[h.Len() : h.Len()+wire.ReadRequestLen])
 	}
-	m.segs[string(b[:h.Len()])] = seg
+	key := string(b[:h.Len()])
+	if !slices.Contains(m.segs[key], seg) {
+		m.segs[key] = append(m.segs[key], seg)
+	}
 	if got := h.Control.Version(); got != rv {
 		w.failf("side %s sent %v with RDMAP version %d, want %d", s.name, u.Opcode, got, rv)
 	}

@@ -11,17 +11,35 @@ import (
 )
 
 // The deterministic simulation of two Cores (issue 17, "A deterministic
-// simulation test"): requester A and responder B, each with its own STag
-// table and registered memory, joined by two simulated byte pipes
-// (simnet_test.go), all on one goroutine. A seeded math/rand/v2 PCG draws
-// the configuration (CRC, markers, MULPDU, IRD/ORD, extensions, queue
-// depths, SRQ, pipe capacity, delays), the application's actions (every
-// opcode, polls, registration churn through the non-blocking mem.Begin*
-// calls, Disconnect, Close), the network's segmentation and delays and the
-// peer faults (stops reading, dies inside an FPDU, resets, each hostile
-// input of the conform suite). After every step the invariants are checked
-// (sim_check_test.go). A failing seed prints the flags that replay it bit
-// for bit, and the shortest action phase that still fails.
+// simulation test"): two QPs A and B, each with its own STag table and
+// registered memory, joined by two simulated byte pipes (simnet_test.go),
+// all on one goroutine. A seeded math/rand/v2 PCG draws the configuration
+// (CRC, markers, stream offsets, MULPDU, IRD/ORD, RFC 7306 and V2, queue
+// depths, SRQ or receives posted before the connection, pipe capacity,
+// delays), both applications' actions (every opcode, inline, signaled or
+// not, fenced, malformed WRs, receives, polls, registrations invalidated,
+// re-keyed and deregistered through the non-blocking mem.Begin* calls,
+// leases revoked when a drain waits too long), the network's
+// segmentation (down to one octet) and delays, and the faults (a side
+// stops reading for a while or for good, dies inside an FPDU, a reset,
+// Close, Fail or Disconnect mid-run, each hostile input of the conform
+// suite). A run has an action phase, a settle phase (no new work, the
+// network runs until nothing moves) and a close phase (Disconnect or
+// Close on both sides, until both connections are closed).
+//
+// After every step: the completion ledger (sim_ledger_test.go: each
+// accepted WR completes exactly once, in order per queue, each failure
+// has a cause, each success the right data), the canaries around every
+// region and the bytes of every region whose invalidation drained
+// (sim_mem_test.go), where RxBuf and TxBufs point, and the wire monitor of
+// every FPDU each side sends (sim_monitor_test.go: framing, MSNs, MULPDU,
+// posting order, Fence). At the end: every Terminate's code, cause and
+// attached headers (sim_check_test.go) and the hostile inputs' answers
+// (sim_hostile_test.go). Stalls are failures: a wait with no octet moving
+// for four op timeouts, or a phase longer than its bound.
+//
+// A failing seed prints the flags that replay it bit for bit and the
+// shortest action phase that still fails (-sim.steps).
 var (
 	simSeed     = flag.Uint64("sim.seed", 1, "first seed of the deterministic simulation (TestSim)")
 	simSeeds    = flag.Int("sim.seeds", 2000, "number of seeds TestSim runs, from -sim.seed on")
