@@ -84,7 +84,9 @@ type QP struct {
 	User any
 
 	// mu is the Core's lock: it guards everything below it down to the
-	// tokens. Only bounded work happens under it: no system call, no wait.
+	// tokens (and rc, written with core). Only bounded work happens under
+	// it: no system call of the shell's, no wait (waking a CQ's or a
+	// Waiter's goroutine is a channel send that never blocks).
 	mu   sync.Mutex
 	core *rdmap.Core     // nil until Start
 	rq   *rdmap.RecvRing // the QP's own receives (nil with an SRQ)

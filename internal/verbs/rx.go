@@ -38,6 +38,9 @@ type rxHandler QP
 // Ready is poll.Handler's: the socket is readable.
 func (h *rxHandler) Ready() {
 	q := (*QP)(h)
+	if q.hp.Load() == nil {
+		return // a hang-up before Start stored the Handle: it arms next
+	}
 	if !q.rxTok.CompareAndSwap(false, true) {
 		return // the holder re-arms when it releases the token
 	}
