@@ -25,7 +25,7 @@ func (q *QP) Close() error {
 		a = q.afterLocked()
 	case !q.finished:
 		q.idleErr = rdmap.ErrLocallyClosed
-		q.finishLocked() // no OnDone: it never was connected
+		a = q.finishLocked() // no OnDone: it never was connected
 	}
 	q.mu.Unlock()
 	q.act(a)

@@ -104,9 +104,6 @@ func (cq *CQ) unreserve(n int) {
 	cq.mu.Unlock()
 }
 
-// push appends a completion of q and wakes the CQ's waiters.
-func (cq *CQ) push(c *rdmap.Completion, q *QP) { cq.notify(cq.add(c, q)) }
-
 // add appends a completion of q without waking anyone, and reports
 // whether the arm it met must notify the event channel (notify does
 // both). A full ring doubles: up to the capacity as the queue fills, and

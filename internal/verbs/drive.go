@@ -18,6 +18,10 @@ const (
 	actHalfClose                  // shutdown(SHUT_WR): the Terminate or the orderly close is written
 	actClose                      // close the connection: it ends every system call on it
 	actDone                       // the QP was torn down: call OnDone
+	actWakeSend                   // completions were added to the send CQ: wake its waiters
+	actWakeRecv                   // the same for the receive CQ
+	actFireSend                   // an addition met the send CQ's arm: notify its event channel
+	actFireRecv                   // the same for the receive CQ
 )
 
 // afterLocked looks at the Core after a call: completions go to their CQ
@@ -30,7 +34,7 @@ func (q *QP) afterLocked() acts {
 	if c.WantClose() && c.State() != rdmap.StateError {
 		c.Close() // the peer's Terminate: Close keeps its error
 	}
-	q.deliverLocked()
+	a |= q.deliverLocked()
 	if q.txWantedLocked() {
 		a |= actTx
 	}
@@ -44,8 +48,7 @@ func (q *QP) afterLocked() acts {
 			a |= actClose
 		}
 		if !q.finished && !q.rxOut && !q.txOut {
-			q.finishLocked()
-			a |= actDone
+			a |= q.finishLocked() | actDone
 		}
 		return a
 	}
@@ -60,49 +63,48 @@ func (q *QP) txWantedLocked() bool {
 }
 
 // deliverLocked moves the Core's ready completions to their CQs, and a
-// send completion whose WR was posted with a Waiter to that Waiter. The
-// CQs' waiters are woken once per batch, so that a waiter finds every
-// completion of a read at once.
-func (q *QP) deliverLocked() {
+// send completion whose WR was posted with a Waiter to that Waiter. It
+// returns the CQ wake-ups for act, which does them outside the lock, once
+// per batch: a waiter finds every completion of a read at once.
+func (q *QP) deliverLocked() acts {
 	q.comps = q.core.Poll(q.comps[:0])
-	if len(q.comps) == 0 {
-		return
-	}
-	var sent, recvd, fireS, fireR bool
+	var a acts
 	for i := range q.comps {
 		c := &q.comps[i]
 		if c.Queue == rdmap.RecvQueue {
-			fireR = q.cfg.RecvCQ.add(c, q) || fireR
-			recvd = true
+			a |= q.addLocked(q.cfg.RecvCQ, c, actWakeRecv, actFireRecv)
 			continue
 		}
 		if k := c.Slot % uint64(q.cfg.SQDepth); q.waiters != nil && q.waiters[k] != nil {
 			w := q.waiters[k]
 			q.waiters[k] = nil
-			w.c <- *c // it has room: one completion per post
+			w.c <- *c // it has room: one completion per post; never blocks
 			q.core.ReleaseSend(c.Slot)
 			continue
 		}
-		fireS = q.cfg.SendCQ.add(c, q) || fireS
-		sent = true
+		a |= q.addLocked(q.cfg.SendCQ, c, actWakeSend, actFireSend)
 	}
 	clear(q.comps)
-	if sent {
-		q.cfg.SendCQ.notify(fireS)
+	return a
+}
+
+// addLocked adds c to cq and returns the wake-up (and the event
+// notification, if the addition met the CQ's arm) act owes it.
+func (q *QP) addLocked(cq *CQ, c *rdmap.Completion, wake, fire acts) acts {
+	if cq.add(c, q) {
+		return wake | fire
 	}
-	if recvd && (!sent || q.cfg.RecvCQ != q.cfg.SendCQ) {
-		q.cfg.RecvCQ.notify(fireR)
-	} else if recvd && fireR {
-		q.cfg.RecvCQ.notify(true)
-	}
+	return wake
 }
 
 // finishLocked ends the teardown: the Core's flush was delivered (no
 // buffer of a flushed WR is in use), so the receives still posted on the
-// QP's own ring are flushed after it, the timers stop and Done closes.
-func (q *QP) finishLocked() {
+// QP's own ring are flushed after it, the timers stop and Done closes. It
+// returns the CQ wake-ups act owes.
+func (q *QP) finishLocked() acts {
 	q.finished = true
 	err := q.errLocked()
+	var a acts
 	if q.rq != nil {
 		for {
 			wr, _, slot, ok := q.rq.Take()
@@ -110,15 +112,22 @@ func (q *QP) finishLocked() {
 				break
 			}
 			c := rdmap.Completion{Queue: rdmap.RecvQueue, ID: wr.ID, Op: rdmap.OpRecv, Status: rdmap.StatusFlushed, Err: err, Slot: slot}
-			q.cfg.RecvCQ.push(&c, q)
+			a |= q.addLocked(q.cfg.RecvCQ, &c, actWakeRecv, actFireRecv)
 		}
 	}
 	q.stopTimersLocked()
 	close(q.done)
+	return a
 }
 
 // act performs what afterLocked decided, outside QP.mu.
 func (q *QP) act(a acts) {
+	if a&actWakeSend != 0 {
+		q.cfg.SendCQ.notify(a&actFireSend != 0)
+	}
+	if a&actWakeRecv != 0 && (q.cfg.RecvCQ != q.cfg.SendCQ || a&actWakeSend == 0 || a&actFireRecv != 0) {
+		q.cfg.RecvCQ.notify(a&actFireRecv != 0)
+	}
 	if a&actHalfClose != 0 {
 		q.halfClose()
 	}

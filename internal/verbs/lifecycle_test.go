@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goiwarp/iwarp/internal/fpdu"
 	"github.com/goiwarp/iwarp/internal/mem"
 	"github.com/goiwarp/iwarp/internal/rdmap"
 	"github.com/goiwarp/iwarp/internal/testnet"
@@ -215,4 +216,37 @@ func TestRevokeOnDeregisterContext(t *testing.T) {
 	}
 	e.closeWithin(t)
 	noLeaks(t)
+}
+
+// TestStartPending: octets of the full-operation stream that the startup
+// already read (Setup.Pending) are taken first, before the connection's.
+func TestStartPending(t *testing.T) {
+	e := newEnd(t, defaultOpts())
+	rb := make([]byte, 16)
+	e.postRecv(t, rdmap.RecvWR{ID: 1, SGL: []rdmap.SGE{whole(e.register(t, rb, mem.AccessLocalWrite))}},
+		rdmap.RecvWR{ID: 2, SGL: []rdmap.SGE{whole(e.register(t, make([]byte, 16), mem.AccessLocalWrite))}})
+	ca, cb := testnet.TCPPair(t)
+	p := newPeer(t, cb)
+	// The first Send, framed as the peer's first FPDU, was read by the
+	// startup; the second comes over the connection.
+	enc := fpdu.NewEncoder(fpdu.Options{CRC: true}, 0)
+	if err := enc.AppendCopy(p.untagged(wire.OpSend, wire.QNSend, 0, nil, []byte("pending"))); err != nil {
+		t.Fatal(err)
+	}
+	var pending []byte
+	for _, b := range enc.Bufs(nil) {
+		pending = append(pending, b...)
+	}
+	enc.Done(len(pending))
+	// The connection's stream continues after those octets: the peer's
+	// Writer must frame its next FPDU at that offset (markers are off, so
+	// only the order matters).
+	if err := e.qp.Start(ca, Setup{Framing: fpdu.Options{CRC: true}, Params: defaultOpts().params, Pending: pending}); err != nil {
+		t.Fatal(err)
+	}
+	if c := e.want(t, 1, rdmap.StatusSuccess); string(rb[:c.Len]) != "pending" {
+		t.Fatalf("the pending Send placed %q", rb[:c.Len])
+	}
+	p.sendMsg(wire.OpSend, 0, []byte("later"))
+	e.want(t, 2, rdmap.StatusSuccess)
 }

@@ -85,8 +85,8 @@ type QP struct {
 
 	// mu is the Core's lock: it guards everything below it down to the
 	// tokens (and rc, written with core). Only bounded work happens under
-	// it: no system call of the shell's, no wait (waking a CQ's or a
-	// Waiter's goroutine is a channel send that never blocks).
+	// it: no system call, no wait; a CQ's waiters are woken after it is
+	// released (act), a Waiter's by a send into its buffered channel.
 	mu   sync.Mutex
 	core *rdmap.Core     // nil until Start
 	rq   *rdmap.RecvRing // the QP's own receives (nil with an SRQ)
