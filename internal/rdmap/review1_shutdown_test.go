@@ -1,0 +1,66 @@
+package rdmap
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/goiwarp/iwarp/internal/fpdu"
+)
+
+// review1Finding skips a finding of the review unless -review.findings.
+func review1Finding(t *testing.T, n int, what string) {
+	t.Helper()
+	if !*reviewFindings {
+		t.Skipf("finding %d: %s; run with -review.findings", n, what)
+	}
+}
+
+// shellStep is what a shell does after any call: it writes what the Core
+// hands out (all of it) and half-closes when asked; it reports whether the
+// Core left the shell anything to act on (a write, a half-close, a close).
+func shellStep(c *Core) (acted bool) {
+	for c.WantTx() {
+		iov := c.TxBufs(nil)
+		n := 0
+		for _, b := range iov {
+			n += len(b)
+		}
+		c.TxDone(n)
+		if n == 0 {
+			break
+		}
+		acted = true
+	}
+	return acted || c.WantHalfClose() || c.WantClose()
+}
+
+// TestReview1TerminateHeldAfterEOF: an MPA Responder (HoldSendUntilReceive)
+// whose first received octets are a bad ULPDU_Length decides a Terminate
+// (LLP/0/0x02) it may not send yet, since no FPDU header was "heard". The
+// peer then closes (RxEOF). Nothing can arrive any more, so the Terminate
+// will never be sent and the drain has nothing to wait for; yet the Core
+// stays in TERMINATE with WantTx, WantHalfClose and WantClose all false:
+// its posted WRs are never flushed and the connection is never closed
+// unless the shell's operation timeout happens to be on (Waiting is true).
+// RxEOF's contract: "After a Terminate this side sent, it ends the drain."
+func TestReview1TerminateHeldAfterEOF(t *testing.T) {
+	review1Finding(t, 1, "a Terminate held by HoldSendUntilReceive never ends after RxEOF")
+	o := defaults()
+	o.framing = fpdu.Options{CRC: true, HoldSendUntilReceive: true}
+	c, _, _ := single(t, o)
+	if _, err := c.PostRecv([]RecvWR{{ID: 9}}); err != nil {
+		t.Fatal(err)
+	}
+	// ULPDU_Length 3: shorter than any DDP header (ErrULPDUTooShort).
+	var bad [8]byte
+	binary.BigEndian.PutUint16(bad[:], 3)
+	rxAll(c, bad[:], len(bad))
+	if c.State() != StateTerminate {
+		t.Fatalf("state %v (%v), want TERMINATE", c.State(), c.Err())
+	}
+	c.RxEOF(nil)
+	if !shellStep(c) {
+		t.Fatalf("after the peer's close the Core asks for nothing: state %v, WantTx %v, WantHalfClose %v, WantClose %v, Waiting %v, completions %v",
+			c.State(), c.WantTx(), c.WantHalfClose(), c.WantClose(), c.Waiting(), poll(c))
+	}
+}
