@@ -64,3 +64,28 @@ func TestReview1TerminateHeldAfterEOF(t *testing.T) {
 			c.State(), c.WantTx(), c.WantHalfClose(), c.WantClose(), c.Waiting(), poll(c))
 	}
 }
+
+// TestReview1TerminateAfterHalfClose: this side disconnected and has
+// half-closed (WantHalfClose reported true, so the Core hands out nothing
+// more); the peer then sends a violation (here a Send with no receive
+// posted) and closes. The Core decides a Terminate it can never send (the
+// connection is half-closed), so termWritten never comes: RxEOF leaves it in
+// TERMINATE with nothing asked of the shell (no write, no half-close, no
+// close) and WRs unflushed; only an operation timeout would end it.
+func TestReview1TerminateAfterHalfClose(t *testing.T) {
+	review1Finding(t, 2, "a violation received after the Disconnect half-close leaves the Core in TERMINATE for good")
+	c, p, _ := single(t, defaults())
+	c.Disconnect()
+	if !c.WantHalfClose() {
+		t.Fatal("Disconnect with nothing to do: no half-close")
+	}
+	rxAll(c, p.frame(untagged(3, true, 0, 0, 1, 0)), 64) // a Send, no receive posted
+	if c.State() != StateTerminate {
+		t.Fatalf("state %v (%v), want TERMINATE", c.State(), c.Err())
+	}
+	c.RxEOF(nil)
+	if !shellStep(c) {
+		t.Fatalf("after the peer's close the Core asks for nothing: state %v, WantTx %v, WantHalfClose %v, WantClose %v, Waiting %v",
+			c.State(), c.WantTx(), c.WantHalfClose(), c.WantClose(), c.Waiting())
+	}
+}
