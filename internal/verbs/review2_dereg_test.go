@@ -1,0 +1,98 @@
+package verbs
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/goiwarp/iwarp/internal/fpdu"
+	"github.com/goiwarp/iwarp/internal/mem"
+	"github.com/goiwarp/iwarp/internal/testnet"
+	"github.com/goiwarp/iwarp/internal/wire"
+)
+
+// TestReview2NoPlacementAfterDeregisterUnderFlood: a hostile peer streams
+// tagged Writes into region x as fast as it can while x is deregistered,
+// with a context that ends at once or one that does not: once Deregister
+// returned, x's buffer never changes again, whatever the peer still sends
+// (the QP then fails the Writes naming x). In every mode, with CRC and
+// with markers.
+func TestReview2NoPlacementAfterDeregisterUnderFlood(t *testing.T) {
+	for _, m := range modes {
+		for _, markers := range []bool{false, true} {
+			for _, expired := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/markers=%v/expired=%v", m.name, markers, expired), func(t *testing.T) {
+					for round := range 5 {
+						floodDeregister(t, m.noPoll, m.pipe, markers, expired, round)
+					}
+				})
+			}
+		}
+	}
+	noLeaks(t)
+}
+
+func floodDeregister(t *testing.T, noPoll, pipe, markers, expired bool, round int) {
+	o := modeOpts(noPoll, pipe)
+	o.framing.RecvMarkers = markers
+	o.drain = 20 * time.Millisecond // the flooding peer never closes: end the drain soon
+	e := newEnd(t, o)
+	var ca, cb net.Conn
+	if pipe {
+		pa, pb := pipePair()
+		t.Cleanup(func() { pa.Close(); pb.Close() })
+		ca, cb = pa, pb
+	} else {
+		ca, cb = testnet.TCPPair(t)
+	}
+	e.start(t, ca, o)
+	p := newPeer(t, cb)
+	p.fc = fpdu.NewConn(cb, fpdu.Options{CRC: true, SendMarkers: markers})
+	buf := make([]byte, 256<<10)
+	x := e.register(t, buf, mem.AccessRemoteWrite)
+	payload := bytes.Repeat([]byte{0xab}, 16<<10)
+	flooding := make(chan struct{})
+	go func() {
+		defer close(flooding)
+		for i := 0; ; i++ {
+			to := x.Base() + uint64(i%16)*uint64(len(payload))
+			if err := p.fc.Writer().WriteFPDU(tagged(wire.OpWrite, uint32(x.STag()), to, payload)); err != nil {
+				return
+			}
+		}
+	}()
+	// Let some Writes land first (a different point each round).
+	eventually(t, "placing", func() bool { return e.qp.Stats().FPDUsReceived > uint64(10*round+1) })
+	ctx := context.Background()
+	if expired {
+		c, cancel := context.WithCancel(ctx)
+		cancel()
+		ctx = c
+	}
+	var derr error
+	if !returnsWithin(bound, func() { derr = e.table.Deregister(ctx, x) }) {
+		t.Fatalf("Deregister has not returned after %v under a flood", bound)
+	}
+	snap := bytes.Clone(buf)
+	// The peer keeps sending until the QP fails on the deregistered STag.
+	select {
+	case <-e.qp.Done():
+	case <-time.After(bound):
+		t.Fatalf("the QP did not fail on Writes to a deregistered STag (state %v)", e.qp.State())
+	}
+	e.closeWithin(t)
+	cb.Close()
+	<-flooding
+	if !bytes.Equal(buf, snap) {
+		n := 0
+		for i := range buf {
+			if buf[i] != snap[i] {
+				n++
+			}
+		}
+		t.Fatalf("round %d: %d octets of x changed after Deregister returned (%v)", round, n, derr)
+	}
+}

@@ -1,0 +1,40 @@
+package verbs
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/goiwarp/iwarp/internal/rdmap"
+)
+
+// TestReview2HoldDisconnectNoTimeout: an MPA Responder (HoldSendUntilReceive)
+// whose Initiator never sends its first FPDU. The Responder posts a Send
+// and disconnects with an operation timeout set: the Send is held, the
+// Core reports no Waiting (nothing buffered, no Read outstanding, no
+// half-close due), so the timer is never armed and Disconnect waits for
+// its context alone, although Disconnect's documentation promises
+// ErrPeerStalled when the peer does not close within the operation timeout
+// (with nothing posted it does: the half-close is due at once). Waiting
+// should count work held for the peer's first FPDU.
+func TestReview2HoldDisconnectNoTimeout(t *testing.T) {
+	if !*reviewFindings {
+		t.Skip("finding 7: a held MPA Responder's Disconnect is never bounded by the operation timeout; run with -review.findings")
+	}
+	synctest.Test(t, func(t *testing.T) {
+		o := timedOpts()
+		o.framing.HoldSendUntilReceive = true
+		e, p := scriptedPipe(t, o)
+		go p.drainAll()
+		e.post(t, rdmap.SendWR{ID: 1, Op: rdmap.OpSend, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(e.register(t, []byte("held"), 0))}})
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		err := e.qp.Disconnect(ctx)
+		if qerr := e.qp.Err(); !errors.Is(qerr, ErrPeerStalled) {
+			t.Errorf("Disconnect returned %v, QP error %v: want the operation timeout (%v) to end it, not the context of an hour",
+				err, qerr, opTimeout)
+		}
+	})
+}
