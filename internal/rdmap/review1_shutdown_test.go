@@ -89,3 +89,24 @@ func TestReview1TerminateAfterHalfClose(t *testing.T) {
 			c.State(), c.WantTx(), c.WantHalfClose(), c.WantClose(), c.Waiting())
 	}
 }
+
+// TestReview1HeldSendNotWaiting: an MPA Responder (HoldSendUntilReceive)
+// holds its send queue until the Initiator's first FPDU arrives (RFC 5044
+// §7.1.2). Work posted meanwhile waits on the peer, but Waiting reports
+// false, so the shell's operation timeout never runs: an Initiator that
+// never sends anything leaves the responder's WRs outstanding for ever
+// (Waiting's own list: "octets not yet written" — here they are not even
+// handed out).
+func TestReview1HeldSendNotWaiting(t *testing.T) {
+	review1Finding(t, 6, "work held by HoldSendUntilReceive is not Waiting: no operation timeout runs")
+	o := defaults()
+	o.framing.HoldSendUntilReceive = true
+	c, _, _ := single(t, o)
+	post(t, c, SendWR{ID: 1, Op: OpSend, Flags: Signaled})
+	if c.WantTx() {
+		t.Fatal("sent before the Initiator's first FPDU")
+	}
+	if !c.Waiting() {
+		t.Fatal("a posted Send held until the peer's first FPDU is not Waiting: the operation timeout never runs for it")
+	}
+}

@@ -29,3 +29,28 @@ func TestReview1TerminateCarriesHeaderAsReceived(t *testing.T) {
 		t.Fatalf("Terminate\n got % x\nwant % x", term, want)
 	}
 }
+
+// TestReview1OutputAfterPeerTerminate: the peer's Terminate ends the
+// stream: "nothing more is sent or received" (peerTerminated), WantClose
+// at once (TestTerminateReceived checks this with nothing queued). With
+// part of a long Send still queued in the Encoder when the Terminate
+// arrives, WantTx stays true and TxBufs keeps handing out the rest of the
+// message, so a shell that writes whatever WantTx offers before it looks
+// at WantClose sends FPDUs to a peer that has terminated the stream.
+func TestReview1OutputAfterPeerTerminate(t *testing.T) {
+	review1Finding(t, 7, "the Core keeps handing out queued FPDUs after the peer's Terminate")
+	e := newTermEnv(t, defaults())
+	src := region(t, e.table, testPD, 64<<10, 's', 0)
+	post(t, e.c, SendWR{ID: 1, Op: OpSend, Flags: Signaled, SGL: []SGE{sge(src)}})
+	iov := e.c.TxBufs(nil)
+	e.c.TxDone(len(iov[0]) / 2) // the socket took part of the first iovec
+	code := wire.TermRDMAPInvalidSTag
+	term := cat(untagged(7, true, 0, 2, 1, 0), []byte{byte(code.Layer)<<4 | byte(code.Type), code.Code, 0, 0})
+	rxAll(e.c, e.p.frame(term), 64)
+	if !e.c.WantClose() {
+		t.Fatalf("no WantClose after the peer's Terminate: %v", e.c.State())
+	}
+	if e.c.WantTx() || len(txAll(e.c)) != 0 {
+		t.Fatal("output after the peer's Terminate")
+	}
+}
