@@ -38,3 +38,29 @@ func TestReview2HoldDisconnectNoTimeout(t *testing.T) {
 		}
 	})
 }
+
+// TestReview2HoldPostWaitNoTimeout: the same held MPA Responder, with the
+// work posted through Do (PostWait) and no Disconnect: the Initiator never
+// sends its first FPDU, and the operation timeout never fails the QP, so
+// the Do waits for its context alone (an hour here) and the WR stays
+// outstanding. PostWait must arm the timer as PostSend does for held work.
+func TestReview2HoldPostWaitNoTimeout(t *testing.T) {
+	if !*reviewFindings {
+		t.Skip("finding 8: work posted with PostWait/Do while held is never timed out; run with -review.findings")
+	}
+	synctest.Test(t, func(t *testing.T) {
+		o := timedOpts()
+		o.framing.HoldSendUntilReceive = true
+		e, p := scriptedPipe(t, o)
+		go p.drainAll()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		c, err := e.qp.Do(ctx, rdmap.SendWR{ID: 1, Op: rdmap.OpSend, SGL: []rdmap.SGE{whole(e.register(t, []byte("held"), 0))}})
+		qerr := e.qp.Err()
+		e.qp.Close()
+		if !errors.Is(qerr, ErrPeerStalled) || err != nil || c.Status != rdmap.StatusFlushed {
+			t.Errorf("Do returned %+v, %v; QP error %v: want the Send flushed by the operation timeout (%v), not the context of an hour",
+				c, err, qerr, opTimeout)
+		}
+	})
+}
