@@ -1,6 +1,8 @@
 package verbs
 
 import (
+	"bytes"
+	"context"
 	"net"
 	"os"
 	"sync"
@@ -91,4 +93,59 @@ func TestReview2ManyQPsOneDeviceTeardown(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReview2ManyBusyQPsOneDevice: 16 QP pairs on one Device per side,
+// each Writing 4 MiB and Reading it back at once (every socket busy past
+// the poller's budget, so the workers take them over): every operation
+// completes, with the right data, within the bound.
+func TestReview2ManyBusyQPsOneDevice(t *testing.T) {
+	const (
+		qps  = 16
+		size = 4 << 20
+	)
+	o := defaultOpts()
+	o.sq, o.rq = 8, 8
+	da, err := NewDevice(DeviceConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer da.Close()
+	db, err := NewDevice(DeviceConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	src := make([]byte, size)
+	for i := range src {
+		src[i] = byte(i * 13)
+	}
+	var wg sync.WaitGroup
+	for range qps {
+		a, b := newEndOn(t, da, o), newEndOn(t, db, o)
+		ca, cb := testnet.TCPPair(t)
+		a.start(t, ca, o)
+		b.start(t, cb, o)
+		t.Cleanup(func() { a.qp.Close(); b.qp.Close() })
+		sr := a.register(t, src, 0)
+		dr := b.register(t, make([]byte, size), mem.AccessRemoteWrite|mem.AccessRemoteRead)
+		sink := make([]byte, size)
+		sk := a.register(t, sink, mem.AccessLocalWrite)
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), bound)
+			defer cancel()
+			if c, err := a.qp.Do(ctx, remote(rdmap.SendWR{Op: rdmap.OpWrite, SGL: []rdmap.SGE{whole(sr)}}, dr, 0)); err != nil || c.Status != rdmap.StatusSuccess {
+				t.Errorf("Write: %+v, %v", c, err)
+				return
+			}
+			if c, err := a.qp.Do(ctx, remote(rdmap.SendWR{Op: rdmap.OpRead, SGL: []rdmap.SGE{whole(sk)}}, dr, 0)); err != nil || c.Status != rdmap.StatusSuccess {
+				t.Errorf("Read: %+v, %v", c, err)
+				return
+			}
+			if !bytes.Equal(sink, src) {
+				t.Error("the Read returned other data than the Write wrote")
+			}
+		})
+	}
+	wg.Wait()
 }
