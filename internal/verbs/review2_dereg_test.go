@@ -10,6 +10,7 @@ import (
 
 	"github.com/goiwarp/iwarp/internal/fpdu"
 	"github.com/goiwarp/iwarp/internal/mem"
+	"github.com/goiwarp/iwarp/internal/rdmap"
 	"github.com/goiwarp/iwarp/internal/testnet"
 	"github.com/goiwarp/iwarp/internal/wire"
 )
@@ -24,18 +25,23 @@ func TestReview2NoPlacementAfterDeregisterUnderFlood(t *testing.T) {
 	for _, m := range modes {
 		for _, markers := range []bool{false, true} {
 			for _, expired := range []bool{false, true} {
-				t.Run(fmt.Sprintf("%s/markers=%v/expired=%v", m.name, markers, expired), func(t *testing.T) {
-					for round := range 5 {
-						floodDeregister(t, m.noPoll, m.pipe, markers, expired, round)
-					}
-				})
+				for _, sends := range []bool{false, true} {
+					t.Run(fmt.Sprintf("%s/markers=%v/expired=%v/sends=%v", m.name, markers, expired, sends), func(t *testing.T) {
+						for round := range 4 {
+							floodDeregister(t, m.noPoll, m.pipe, markers, expired, sends, round)
+						}
+					})
+				}
 			}
 		}
 	}
 	noLeaks(t)
 }
 
-func floodDeregister(t *testing.T, noPoll, pipe, markers, expired bool, round int) {
+// floodDeregister floods x with tagged Writes, or with Sends into
+// receives posted on x (sends), deregisters x at a point that depends on
+// round, and checks that x's buffer no longer changes afterwards.
+func floodDeregister(t *testing.T, noPoll, pipe, markers, expired, sends bool, round int) {
 	o := modeOpts(noPoll, pipe)
 	o.framing.RecvMarkers = markers
 	o.drain = 20 * time.Millisecond // the flooding peer never closes: end the drain soon
@@ -52,20 +58,30 @@ func floodDeregister(t *testing.T, noPoll, pipe, markers, expired bool, round in
 	p := newPeer(t, cb)
 	p.fc = fpdu.NewConn(cb, fpdu.Options{CRC: true, SendMarkers: markers})
 	buf := make([]byte, 256<<10)
-	x := e.register(t, buf, mem.AccessRemoteWrite)
+	x := e.register(t, buf, mem.AccessRemoteWrite|mem.AccessLocalWrite)
 	payload := bytes.Repeat([]byte{0xab}, 16<<10)
+	if sends {
+		for i := range o.rq {
+			off := uint64(i%16) * uint64(len(payload))
+			e.postRecv(t, rdmap.RecvWR{ID: uint64(i), SGL: []rdmap.SGE{{Region: x, Off: off, Len: uint32(len(payload))}}})
+		}
+	}
 	flooding := make(chan struct{})
 	go func() {
 		defer close(flooding)
 		for i := 0; ; i++ {
 			to := x.Base() + uint64(i%16)*uint64(len(payload))
-			if err := p.fc.Writer().WriteFPDU(tagged(wire.OpWrite, uint32(x.STag()), to, payload)); err != nil {
+			ulpdu := tagged(wire.OpWrite, uint32(x.STag()), to, payload)
+			if sends {
+				ulpdu = p.untagged(wire.OpSend, wire.QNSend, 0, nil, payload)
+			}
+			if err := p.fc.Writer().WriteFPDU(ulpdu); err != nil {
 				return
 			}
 		}
 	}()
 	// Let some Writes land first (a different point each round).
-	eventually(t, "placing", func() bool { return e.qp.Stats().FPDUsReceived > uint64(10*round+1) })
+	eventually(t, "placing", func() bool { return e.qp.Stats().FPDUsReceived > uint64(10*round+1) || e.qp.State() != rdmap.StateRTS })
 	ctx := context.Background()
 	if expired {
 		c, cancel := context.WithCancel(ctx)
