@@ -32,6 +32,7 @@ func (q *QP) Close() error {
 	<-q.done // bounded: the connection is closed, the holders' calls return
 	if h := q.hp.Load(); h != nil {
 		_ = h.Close()
+		q.dev.untrack(q)
 	}
 	q.releaseOnce.Do(q.unreserve)
 	return nil

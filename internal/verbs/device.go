@@ -2,9 +2,13 @@ package verbs
 
 import (
 	"errors"
+	"sync"
 
 	"github.com/goiwarp/iwarp/internal/poll"
 )
+
+// ErrDeviceClosed: the QP's Device was closed while it was connected.
+var ErrDeviceClosed = errors.New("the device was closed")
 
 // Device is what the QPs of one RNIC share: the poller that tells them
 // when their sockets have octets to read, with one goroutine for all of
@@ -16,6 +20,13 @@ type Device struct {
 	poller *poll.Poller
 	// workers run the QPs' receive and transmit goroutines' jobs.
 	workers *workers
+
+	// mu guards polled: the QPs whose socket is in the poller's set (from
+	// Start until Close), which Close fails, since no Ready comes after.
+	// Taken after a QP's mu, never before.
+	mu     sync.Mutex
+	polled map[*QP]struct{}
+	closed bool
 }
 
 // DeviceConfig configures NewDevice.
@@ -47,12 +58,47 @@ func NewDevice(cfg DeviceConfig) (*Device, error) {
 // each has a receive goroutine).
 func (d *Device) Polling() bool { return d.poller != nil }
 
-// Close stops the Device's poller and its idle workers. Close the QPs
-// first: a QP still connected fails when it next re-arms its socket.
+// Close stops the Device's poller and its idle workers. A QP still
+// connected through the poller fails (ErrDeviceClosed): nothing would
+// read its socket any more.
 func (d *Device) Close() error {
 	d.workers.close()
 	if d.poller == nil {
 		return nil
 	}
-	return d.poller.Close()
+	err := d.poller.Close()
+	d.mu.Lock()
+	d.closed = true
+	qps := make([]*QP, 0, len(d.polled))
+	for q := range d.polled {
+		qps = append(qps, q)
+	}
+	d.polled = nil
+	d.mu.Unlock()
+	for _, q := range qps {
+		q.failWith(ErrDeviceClosed)
+	}
+	return err
+}
+
+// track records that q's socket is in the poller's set; it reports false
+// once the Device is closed.
+func (d *Device) track(q *QP) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return false
+	}
+	if d.polled == nil {
+		d.polled = make(map[*QP]struct{})
+	}
+	d.polled[q] = struct{}{}
+	return true
+}
+
+// untrack forgets q (its Close).
+func (d *Device) untrack(q *QP) {
+	d.mu.Lock()
+	delete(d.polled, q)
+	d.mu.Unlock()
 }

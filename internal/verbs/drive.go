@@ -98,14 +98,15 @@ func (q *QP) addLocked(cq *CQ, c *rdmap.Completion, wake, fire acts) acts {
 }
 
 // finishLocked ends the teardown: the Core's flush was delivered (no
-// buffer of a flushed WR is in use), so the receives still posted on the
-// QP's own ring are flushed after it, the timers stop and Done closes. It
-// returns the CQ wake-ups act owes.
+// buffer of a flushed WR is in use), the timers stop and Done closes. A QP
+// that never started flushes the receives posted on its ring itself (a
+// started one's Core flushed them, in order). It returns the CQ wake-ups
+// act owes.
 func (q *QP) finishLocked() acts {
 	q.finished = true
 	err := q.errLocked()
 	var a acts
-	if q.rq != nil {
+	if q.rq != nil && q.core == nil {
 		for {
 			wr, _, slot, ok := q.rq.Take()
 			if !ok {

@@ -88,9 +88,12 @@ type QP struct {
 	// it: no system call, no wait; a CQ's waiters are woken after it is
 	// released (act), a Waiter's by a send into its buffered channel.
 	mu   sync.Mutex
-	core *rdmap.Core     // nil until Start
-	rq   *rdmap.RecvRing // the QP's own receives (nil with an SRQ)
-	nc   net.Conn        // set by Start
+	core *rdmap.Core // nil until Start
+	// rq is the QP's own receive queue (nil with an SRQ), made by New so
+	// that receives can be posted before Start, and handed to the Core as
+	// its own (Config.OwnRecv): the Core flushes it, in order.
+	rq *rdmap.RecvRing
+	nc net.Conn // set by Start
 	// sqTail mirrors the Core's send-queue tail: the slot of the next
 	// WR posted (rdmap.Completion.Slot).
 	sqTail uint64
@@ -105,7 +108,9 @@ type QP struct {
 	// is complete only when both are false.
 	rxOut, txOut bool
 	// hold: the MPA Responder rule (RFC 5044 §7.1.2): nothing is sent
-	// before the peer's first octet arrived.
+	// before the peer's first octet arrived (the Core holds its output
+	// too; the shell's flag keeps the transmit path idle and lets the
+	// operation timeout count held work as a wait on the peer).
 	hold       bool
 	halfClosed bool  // shutdown(SHUT_WR) decided
 	connClosed bool  // closing the connection decided
@@ -176,15 +181,6 @@ func New(d *Device, cfg Config) (*QP, error) {
 	return q, nil
 }
 
-// recvSource is where the Core takes receives from: the QP's own ring
-// (under QP.mu, which the Core's caller holds) or the SRQ.
-func (q *QP) recvSource() rdmap.RecvSource {
-	if q.cfg.SRQ != nil {
-		return q.cfg.SRQ
-	}
-	return q.rq
-}
-
 // Start moves the QP to RTS over an established connection whose startup
 // negotiated s, and begins reading it.
 func (q *QP) Start(nc net.Conn, s Setup) error {
@@ -201,10 +197,14 @@ func (q *QP) Start(nc net.Conn, s Setup) error {
 		q.mu.Unlock()
 		return fmt.Errorf("%w (%v)", rdmap.ErrQPState, q.stateLocked())
 	}
+	var srq rdmap.RecvSource
+	if q.cfg.SRQ != nil {
+		srq = q.cfg.SRQ
+	}
 	core, err := rdmap.New(rdmap.Config{
 		Table: q.cfg.Table, PD: q.cfg.PD,
 		SQDepth: q.cfg.SQDepth, RQDepth: q.cfg.RQDepth, MaxSGE: q.cfg.MaxSGE, MaxInline: q.cfg.MaxInline,
-		Recv: q.recvSource(), Params: p,
+		Recv: srq, OwnRecv: q.rq, Params: p,
 		Framing: s.Framing, RxOff: s.RxOff, TxOff: s.TxOff,
 		Holder: (*leaseHolder)(q), Wake: q.wake,
 	})
@@ -249,6 +249,8 @@ func (q *QP) startReading() {
 	switch {
 	case h != nil && closed:
 		_ = h.Close()
+	case h != nil && !q.dev.track(q):
+		q.failWith(ErrDeviceClosed)
 	case h != nil:
 		q.rxRelease() // arms the socket
 	case closed:
@@ -275,6 +277,9 @@ func (q *QP) PostSend(wrs []rdmap.SendWR) (int, error) {
 	n, err := q.core.PostSend(wrs)
 	q.sqTail += uint64(n)
 	tx := n > 0 && q.txWantedLocked()
+	if n > 0 && q.hold {
+		q.timersLocked() // held for the peer's first octet: the peer is waited on
+	}
 	q.mu.Unlock()
 	if tx {
 		q.kickTx()

@@ -32,7 +32,7 @@ func (q *QP) timersLocked() {
 		q.drain = time.AfterFunc(q.cfg.DrainTimeout, q.drainOver)
 	}
 	tm := &q.timer
-	if q.cfg.OpTimeout <= 0 || tm.armed || !c.Waiting() {
+	if q.cfg.OpTimeout <= 0 || tm.armed || !q.waitingLocked() {
 		return
 	}
 	tm.armed, tm.last, tm.still = true, c.Progress(), 0
@@ -41,6 +41,13 @@ func (q *QP) timersLocked() {
 	} else {
 		tm.t.Reset(q.period())
 	}
+}
+
+// waitingLocked reports whether the QP waits on its peer: the Core does,
+// or work is held for the peer's first octet (the MPA Responder's hold:
+// anything posted meanwhile is held).
+func (q *QP) waitingLocked() bool {
+	return q.core.Waiting() || (q.hold && q.sqTail > 0)
 }
 
 // stopTimersLocked stops both timers for good (the QP is torn down).
@@ -62,7 +69,7 @@ func (q *QP) opTick() {
 		q.mu.Unlock()
 		return
 	}
-	if !c.Waiting() {
+	if !q.waitingLocked() {
 		tm.armed = false // armed again when the Core next waits
 		q.mu.Unlock()
 		return

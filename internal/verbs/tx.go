@@ -2,7 +2,6 @@ package verbs
 
 import (
 	"errors"
-	"net"
 	"sync"
 
 	"github.com/goiwarp/iwarp/internal/poll"
@@ -21,8 +20,7 @@ import (
 // of many FPDUs grows a pooled one instead of the QP's.
 type txScratch struct {
 	iov [][]byte
-	vec iovecs      // the system call's form (tx_linux.go)
-	nb  net.Buffers // a blocking write's (txBlocking)
+	vec iovecs // the system call's form (tx_linux.go)
 }
 
 var txPool = sync.Pool{New: func() any { return new(txScratch) }}
@@ -38,11 +36,6 @@ func (q *QP) releaseTx() {
 	q.tx = nil
 	q.txTok.Store(false)
 }
-
-// txChunk bounds one blocking write of the transmit goroutine of a QP
-// without a poller, so that the operation timeout sees progress while a
-// slow peer reads.
-const txChunk = 256 << 10
 
 // kickTx transmits what the Core has, on the calling goroutine, unless
 // another holds the transmit token: that one sees the work when it
@@ -133,9 +126,10 @@ func (q *QP) txGoroutine() {
 	}
 }
 
-// txBlocking writes with blocking writes of the connection (no poller):
-// the octets stay pinned during each write, which closing the connection
-// ends.
+// txBlocking writes with blocking writes of the connection (no poller, no
+// RawConn): one iovec (at most one FPDU's piece) per write, so that the
+// operation timeout sees progress while a slow peer reads; the octets stay
+// pinned during each write, which closing the connection ends.
 func (q *QP) txBlocking() {
 	for {
 		q.mu.Lock()
@@ -151,16 +145,20 @@ func (q *QP) txBlocking() {
 			return
 		}
 		q.txOut = true
+		q.timersLocked() // the write may wait on the peer: the timeout watches it
 		q.mu.Unlock()
-		base := appendChunk(q.tx.nb[:0], q.tx.iov, txChunk)
-		q.tx.nb = base
-		n, err := q.tx.nb.WriteTo(q.nc) // consumes q.tx.nb
+		piece := q.tx.iov[0]
+		for _, b := range q.tx.iov {
+			if len(b) > 0 {
+				piece = b
+				break
+			}
+		}
+		n, err := q.nc.Write(piece)
 		clear(q.tx.iov)
-		clear(base)
-		q.tx.nb = base[:0]
 		q.mu.Lock()
 		q.txOut = false
-		q.core.TxDone(int(n))
+		q.core.TxDone(n)
 		if err != nil {
 			q.core.Fail(err)
 		}
@@ -171,18 +169,6 @@ func (q *QP) txBlocking() {
 			return
 		}
 	}
-}
-
-// appendChunk appends to dst the first max octets of bufs.
-func appendChunk(dst net.Buffers, bufs [][]byte, max int) net.Buffers {
-	for _, b := range bufs {
-		if len(b) >= max {
-			return append(dst, b[:max])
-		}
-		dst = append(dst, b)
-		max -= len(b)
-	}
-	return dst
 }
 
 // iovLen is the number of octets of bufs.
