@@ -64,6 +64,9 @@ func (q *QP) PostWait(wr rdmap.SendWR, w *Waiter) error {
 		q.sqTail++
 	}
 	tx := n == 1 && q.txWantedLocked()
+	if n == 1 && q.hold {
+		q.timersLocked() // held for the peer's first octet: the peer is waited on
+	}
 	q.mu.Unlock()
 	if err != nil {
 		w.busy.Store(false)
