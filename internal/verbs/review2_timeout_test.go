@@ -2,6 +2,7 @@ package verbs
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 	"testing/synctest"
@@ -59,18 +60,31 @@ func TestReview2OpTimeoutSlowReaderBlockingWrites(t *testing.T) {
 	if !*reviewFindings {
 		t.Skip("finding 6: the operation timeout fails a slow but steadily reading peer on the blocking-write paths; run with -review.findings")
 	}
+	// Each rate is far above nothing: the peer reads every period.
+	for _, r := range []struct {
+		chunk int
+		every time.Duration
+	}{{1024, 100 * time.Millisecond}, {256, 200 * time.Millisecond}} {
+		t.Run(fmt.Sprintf("%dB-every-%v", r.chunk, r.every), func(t *testing.T) {
+			slowReader(t, r.chunk, r.every)
+		})
+	}
+}
+
+// slowReader runs finding 6 with a peer reading chunk octets every every.
+func slowReader(t *testing.T, chunk int, every time.Duration) {
 	synctest.Test(t, func(t *testing.T) {
 		e, p := scriptedPipe(t, timedOpts())
 		postBigWrite(t, e)
 		stop, exited := make(chan struct{}), make(chan int)
 		go func() { // the slow reader
-			buf, read := make([]byte, 1024), 0
+			buf, read := make([]byte, chunk), 0
 			defer func() { exited <- read }()
 			for {
 				select {
 				case <-stop:
 					return
-				case <-time.After(100 * time.Millisecond):
+				case <-time.After(every):
 				}
 				n, err := io.ReadFull(p.nc, buf)
 				read += n
@@ -86,7 +100,7 @@ func TestReview2OpTimeoutSlowReaderBlockingWrites(t *testing.T) {
 		read := <-exited
 		e.qp.Close()
 		if err != nil {
-			t.Fatalf("QP failed (%v) while its peer read 1 KiB every 100 ms (%d KiB in %v)", err, read>>10, span)
+			t.Fatalf("QP failed (%v) while its peer read %d octets every %v (%d in %v; operation timeout %v)", err, chunk, every, read, span, opTimeout)
 		}
 	})
 }
