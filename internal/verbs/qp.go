@@ -274,17 +274,23 @@ func (q *QP) PostSend(wrs []rdmap.SendWR) (int, error) {
 		q.mu.Unlock()
 		return 0, err
 	}
-	n, err := q.core.PostSend(wrs)
-	q.sqTail += uint64(n)
-	tx := n > 0 && q.txWantedLocked()
-	if n > 0 && q.hold {
-		q.timersLocked() // held for the peer's first octet: the peer is waited on
-	}
+	n, tx, err := q.postLocked(wrs)
 	q.mu.Unlock()
 	if tx {
 		q.kickTx()
 	}
 	return n, err
+}
+
+// postLocked posts wrs to the Core and reports how many were posted and
+// whether the caller should transmit. QP.mu is held.
+func (q *QP) postLocked(wrs []rdmap.SendWR) (int, bool, error) {
+	n, err := q.core.PostSend(wrs)
+	q.sqTail += uint64(n)
+	if n > 0 && q.hold {
+		q.timersLocked() // held for the peer's first octet: the peer is waited on
+	}
+	return n, n > 0 && q.txWantedLocked(), err
 }
 
 // PostRecv posts receive work requests to the QP's own receive queue, in

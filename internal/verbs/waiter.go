@@ -55,17 +55,12 @@ func (q *QP) PostWait(wr rdmap.SendWR, w *Waiter) error {
 		return err
 	}
 	slot := q.sqTail
-	n, err := q.core.PostSend(one[:])
+	n, tx, err := q.postLocked(one[:])
 	if n == 1 {
 		if q.waiters == nil {
 			q.waiters = make([]*Waiter, q.cfg.SQDepth)
 		}
 		q.waiters[slot%uint64(len(q.waiters))] = w
-		q.sqTail++
-	}
-	tx := n == 1 && q.txWantedLocked()
-	if n == 1 && q.hold {
-		q.timersLocked() // held for the peer's first octet: the peer is waited on
 	}
 	q.mu.Unlock()
 	if err != nil {
