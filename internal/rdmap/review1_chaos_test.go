@@ -222,6 +222,15 @@ func (w *chaosWorld) poll(i int) {
 
 func (w *chaosWorld) txStart(i int) {
 	s := w.side[i]
+	if s.txOut && !s.closed && len(s.txIov) > 0 {
+		// TxBufs again before TxDone: "the same iovecs again" (or none once
+		// the QP is in ERROR).
+		again := s.c.TxBufs(nil)
+		if n := simIovLen(again); n != 0 && n != simIovLen(s.txIov) {
+			w.failf("side %c: TxBufs again before TxDone hands out %d octets, first %d", 'A'+i, n, simIovLen(s.txIov))
+		}
+		return
+	}
 	if s.txOut || s.closed || s.halfDone {
 		return
 	}
