@@ -24,15 +24,49 @@ const (
 // EventChannel delivers "this CQ has a completion you asked to hear
 // about" notifications from any number of CQs to one waiter (verbs'
 // completion channel).
+//
+// Events are coalesced: C holds at most one event per CQ. A CQ that fires
+// while its previous event is still in C (not yet received: the CQ was
+// re-armed before its event was taken) adds none, because the event
+// pending in C is received after the completion that fired was queued, so
+// a consumer that takes an event, arms the CQ and then polls it misses
+// nothing. An event that was received is never counted as pending: the
+// next firing adds a new one. Pushing never blocks and the last event of a
+// CQ is never lost.
 type EventChannel struct {
 	C chan *CQ
+
+	// mu orders the pushes; pushed counts them. An event is still in C
+	// iff its sequence number (CQ.evSeq) is above pushed - len(C): C is
+	// FIFO and only pushes (under mu) add to it.
+	mu     sync.Mutex
+	pushed uint64
 }
 
-// NewEventChannel returns an event channel that buffers up to n pending
-// notifications; a CQ fires at most once per Arm, so n at least the number
-// of CQs bound to it never blocks.
+// NewEventChannel returns an event channel whose C buffers up to n events.
+// Since events are coalesced to one per CQ, n at least the number of CQs
+// bound to it never blocks; with more CQs than that, an event that finds C
+// full is handed over by a goroutine of its own (the pusher still does
+// not block and the event is not lost, but it may then come twice).
 func NewEventChannel(n int) *EventChannel {
 	return &EventChannel{C: make(chan *CQ, n)}
+}
+
+// push adds cq's event to C unless one is already pending there. It never
+// blocks.
+func (ch *EventChannel) push(cq *CQ) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if cq.evSeq > ch.pushed-uint64(len(ch.C)) {
+		return // cq's event is still in C: it is received after this firing
+	}
+	select {
+	case ch.C <- cq:
+		ch.pushed++
+		cq.evSeq = ch.pushed
+	default: // more CQs than C holds: hand it over without blocking
+		go func() { ch.C <- cq }()
+	}
 }
 
 // CQE is one completion queue entry: a work request's completion and the
@@ -52,6 +86,9 @@ type CQ struct {
 
 	// channel is set by NewCQ, read-only after.
 	channel *EventChannel
+	// evSeq is the sequence number of the CQ's last event pushed into
+	// channel.C (guarded by channel.mu).
+	evSeq uint64
 	// wake is signalled (never blocking) after each push and at Close;
 	// a waiter that finds a completion passes it on.
 	wake chan struct{}
@@ -138,10 +175,7 @@ func (cq *CQ) notify(fire bool) {
 	default:
 	}
 	if fire && cq.channel != nil {
-		select {
-		case cq.channel.C <- cq:
-		default: // a notification for this CQ is already pending
-		}
+		cq.channel.push(cq)
 	}
 }
 
