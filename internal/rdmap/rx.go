@@ -39,6 +39,7 @@ type rxState struct {
 	// The current FPDU: its DDP header and ULPDU length, what to do once
 	// its CRC was checked, and where its payload goes.
 	h     wire.DDPHeader
+	hraw  []byte // h's octets as received (the backing array is reused)
 	n     int
 	after afterAction
 	sink  sinkKind
@@ -270,7 +271,7 @@ func (c *Core) lostPlacement() {
 	rx := &c.rx
 	switch rx.sink {
 	case sinkRemote:
-		c.terminate(termDDP(ErrTargetInvalidated, &rx.h, rx.n))
+		c.terminate(c.termDDP(ErrTargetInvalidated))
 	case sinkORQ:
 		c.failWR(c.entry(*c.orq.at(0)))
 	default:

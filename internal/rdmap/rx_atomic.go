@@ -23,17 +23,17 @@ import (
 func (c *Core) rxAtomicRequest(h *wire.DDPHeader, body []byte, rest int) *TerminateError {
 	rx := &c.rx
 	if rest != wire.AtomicRequestLen {
-		return termDDP(wire.ErrShortRDMAPHeader, h, rx.n)
+		return c.termDDP(wire.ErrShortRDMAPHeader)
 	}
 	ar, err := wire.ParseAtomicRequest(body)
 	if err != nil {
-		return termDDP(err, h, rx.n) // unknown AOpCode: RDMAP/2/0x06
+		return c.termDDP(err) // unknown AOpCode: RDMAP/2/0x06
 	}
 	if h.MSN != rx.msn[wire.QNReadReq] {
-		return termDDP(errAtomicReqMSN, h, rx.n)
+		return c.termDDP(errAtomicReqMSN)
 	}
 	if c.irq.len() >= c.p.IRD {
-		return termDDP(ErrIRDExceeded, h, rx.n)
+		return c.termDDP(ErrIRDExceeded)
 	}
 	_, region, g, why := c.cfg.Table.PinRemote(mem.STag(ar.STag), c.cfg.PD, mem.AccessRemoteAtomic, ar.TO, 8)
 	if why == mem.OK && ar.TO%8 != 0 {
@@ -44,7 +44,7 @@ func (c *Core) rxAtomicRequest(h *wire.DDPHeader, body []byte, rest int) *Termin
 		why = mem.InvalidSTag
 	}
 	if why != mem.OK {
-		return termDDP(placementError(why.RDMAPCode(), why), h, rx.n)
+		return c.termDDP(placementError(why.RDMAPCode(), why))
 	}
 	rx.msn[wire.QNReadReq]++
 	rx.irqNew = irqEntry{kind: irqAtomic, req: ar, region: region, gen: g, leased: true}
@@ -58,21 +58,21 @@ func (c *Core) rxAtomicRequest(h *wire.DDPHeader, body []byte, rest int) *Termin
 func (c *Core) rxAtomicResponse(h *wire.DDPHeader, body []byte, rest int) *TerminateError {
 	rx := &c.rx
 	if rest != wire.AtomicResponseLen {
-		return termDDP(wire.ErrShortRDMAPHeader, h, rx.n)
+		return c.termDDP(wire.ErrShortRDMAPHeader)
 	}
 	resp, err := wire.ParseAtomicResponse(body)
 	if err != nil {
-		return termDDP(err, h, rx.n)
+		return c.termDDP(err)
 	}
 	if h.MSN != rx.msn[wire.QNResponse] {
-		return termDDP(errAtomicRespMSN, h, rx.n)
+		return c.termDDP(errAtomicRespMSN)
 	}
 	e := c.oldestORQ()
 	if e == nil || !e.wr.Op.atomic() {
-		return termDDP(ErrUnexpectedAtomicResponse, h, rx.n)
+		return c.termDDP(ErrUnexpectedAtomicResponse)
 	}
 	if resp.RequestID != uint32(e.seq) {
-		return termDDP(ErrAtomicResponseID, h, rx.n)
+		return c.termDDP(ErrAtomicResponseID)
 	}
 	rx.msn[wire.QNResponse]++
 	rx.atomicOrig = resp.OriginalValue

@@ -27,12 +27,13 @@ func (c *Core) onPlace() {
 	}
 	h, _, _ := wire.ParseDDPHeader(hdr[:hl])
 	rx.h, rx.n = h, n
+	rx.hraw = append(rx.hraw[:0], hdr[:hl]...) // for a Terminate: as received
 	info, err := wire.ValidateDDPHeader(&h, c.rv)
 	if err == nil {
 		err = checkSingleSegment(info.Opcode, &h)
 	}
 	if err != nil {
-		c.terminate(termDDP(err, &h, n))
+		c.terminate(c.termDDP(err))
 		return
 	}
 	need := min(n, hl+rdmapHdrLen(&info, h.Last))
@@ -72,7 +73,7 @@ func (c *Core) onPlace() {
 	case wire.OpReadV2Response:
 		te = c.rxReadV2Response(&h, rest)
 	default:
-		te = termDDP(wire.ErrUnexpectedOpcode, &h, n)
+		te = c.termDDP(wire.ErrUnexpectedOpcode)
 	}
 	if te != nil {
 		c.terminate(te)

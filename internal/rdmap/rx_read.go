@@ -16,9 +16,9 @@ func (c *Core) acceptRequest(h *wire.DDPHeader, kind irqKind, msnErr *wire.Proto
 	rx := &c.rx
 	term := func(err error) *TerminateError {
 		if rdma != nil {
-			return termRDMA(err, h, rx.n, rdma)
+			return c.termRDMA(err, rdma)
 		}
-		return termDDP(err, h, rx.n)
+		return c.termDDP(err)
 	}
 	if h.MSN != rx.msn[wire.QNReadReq] {
 		return term(msnErr)
@@ -58,11 +58,11 @@ func (c *Core) leaseRemote(region *mem.Region, g mem.Gen) bool {
 // been verified.
 func (c *Core) rxReadRequest(h *wire.DDPHeader, body []byte, rest int) *TerminateError {
 	if rest != wire.ReadRequestLen {
-		return termDDP(ErrReadRequestLength, h, c.rx.n)
+		return c.termDDP(ErrReadRequestLength)
 	}
 	rr, err := wire.ParseReadRequest(body)
 	if err != nil {
-		return termRDMA(err, h, c.rx.n, body)
+		return c.termRDMA(err, body)
 	}
 	te := c.acceptRequest(h, irqRead, errReadReqMSN, body, rr.SrcSTag, rr.SrcTO, uint64(rr.Size))
 	if te == nil {
@@ -76,11 +76,11 @@ func (c *Core) rxReadRequest(h *wire.DDPHeader, body []byte, rest int) *Terminat
 // 5040's R bit describes).
 func (c *Core) rxReadV2Request(h *wire.DDPHeader, body []byte, rest int) *TerminateError {
 	if rest != wire.ReadV2RequestLen {
-		return termDDP(wire.ErrShortRDMAPHeader, h, c.rx.n)
+		return c.termDDP(wire.ErrShortRDMAPHeader)
 	}
 	rr, err := wire.ParseReadV2Request(body)
 	if err != nil {
-		return termDDP(err, h, c.rx.n)
+		return c.termDDP(err)
 	}
 	return c.acceptRequest(h, irqReadV2, errReadV2ReqMSN, nil, rr.SrcSTag, rr.SrcTO, uint64(rr.Size))
 }
@@ -93,20 +93,20 @@ func (c *Core) rxReadV2Response(h *wire.DDPHeader, payload int) *TerminateError 
 	rx := &c.rx
 	e := c.oldestORQ()
 	if e == nil || e.wr.Op != OpReadV2 {
-		return termDDP(ErrUnexpectedReadResponse, h, rx.n)
+		return c.termDDP(ErrUnexpectedReadResponse)
 	}
 	if h.MSN != rx.msn[wire.QNResponse] {
-		return termDDP(errReadV2RespMSN, h, rx.n)
+		return c.termDDP(errReadV2RespMSN)
 	}
 	if uint64(h.MO) != e.read {
-		return termDDP(ErrInvalidMO, h, rx.n)
+		return c.termDDP(ErrInvalidMO)
 	}
 	if uint64(payload) > e.size-e.read {
-		return termDDP(ErrReadV2TooLong, h, rx.n)
+		return c.termDDP(ErrReadV2TooLong)
 	}
 	if h.Last {
 		if e.read+uint64(payload) != e.size {
-			return termDDP(ErrReadV2Short, h, rx.n)
+			return c.termDDP(ErrReadV2Short)
 		}
 		rx.after = afterReadV2Done
 	}

@@ -19,22 +19,22 @@ func (c *Core) beginSend(h *wire.DDPHeader) *TerminateError {
 	switch {
 	case !rx.sendActive:
 		if h.MSN != rx.msn[wire.QNSend] {
-			return termDDP(errSendMSN, h, rx.n)
+			return c.termDDP(errSendMSN)
 		}
 		wr, gens, slot, ok := c.recv.Take()
 		if !ok {
 			c.stats.RecvQueueEmpty++
-			return termDDP(ErrNoRecvBuffer, h, rx.n)
+			return c.termDDP(ErrNoRecvBuffer)
 		}
 		rx.sendActive, rx.sendMSN, rx.sendOp, rx.sendPlaced = true, h.MSN, h.Control.Opcode(), 0
 		rx.send = recvInUse{wr: wr, gens: gens, slot: slot}
 	case h.MSN != rx.sendMSN:
-		return termDDP(errSendMSN, h, rx.n)
+		return c.termDDP(errSendMSN)
 	case h.Control.Opcode() != rx.sendOp:
-		return termDDP(ErrSegmentOpcode, h, rx.n)
+		return c.termDDP(ErrSegmentOpcode)
 	}
 	if uint64(h.MO) != rx.sendPlaced {
-		return termDDP(ErrInvalidMO, h, rx.n)
+		return c.termDDP(ErrInvalidMO)
 	}
 	return nil
 }
@@ -49,7 +49,7 @@ func (c *Core) rxSend(h *wire.DDPHeader, payload int) *TerminateError {
 	}
 	sgl, gens := rx.send.wr.SGL, rx.send.gens
 	if !sglFits(sgl, rx.sendPlaced, uint64(payload)) {
-		return termDDP(ErrRecvTooLong, h, rx.n)
+		return c.termDDP(ErrRecvTooLong)
 	}
 	if h.Last {
 		if te := c.checkSendInvalidate(h); te != nil {
@@ -68,7 +68,7 @@ func (c *Core) rxSend(h *wire.DDPHeader, payload int) *TerminateError {
 func (c *Core) rxSendImmLast(h *wire.DDPHeader, body []byte, rest int) *TerminateError {
 	rx := &c.rx
 	if rest != wire.ImmediateDataLen {
-		return termDDP(wire.ErrImmediateLength, h, rx.n)
+		return c.termDDP(wire.ErrImmediateLength)
 	}
 	if te := c.beginSend(h); te != nil {
 		return te
@@ -90,20 +90,20 @@ func (c *Core) rxSendImmLast(h *wire.DDPHeader, body []byte, rest int) *Terminat
 func (c *Core) rxImmediate(h *wire.DDPHeader, body []byte, rest int) *TerminateError {
 	rx := &c.rx
 	if rest != wire.ImmediateDataLen {
-		return termDDP(wire.ErrImmediateLength, h, rx.n)
+		return c.termDDP(wire.ErrImmediateLength)
 	}
 	switch {
 	case rx.sendActive && h.MSN == rx.sendMSN:
 		// It names the message a Send is still placing: a continuing
 		// segment of another opcode (as beginSend decides).
-		return termDDP(ErrSegmentOpcode, h, rx.n)
+		return c.termDDP(ErrSegmentOpcode)
 	case rx.sendActive || h.MSN != rx.msn[wire.QNSend]:
-		return termDDP(errImmMSN, h, rx.n)
+		return c.termDDP(errImmMSN)
 	}
 	wr, gens, slot, ok := c.recv.Take()
 	if !ok {
 		c.stats.RecvQueueEmpty++
-		return termDDP(ErrNoRecvBuffer, h, rx.n)
+		return c.termDDP(ErrNoRecvBuffer)
 	}
 	rx.immActive, rx.immOp, rx.imm = true, h.Control.Opcode(), binary.BigEndian.Uint64(body)
 	rx.immRecv = recvInUse{wr: wr, gens: gens, slot: slot}
@@ -167,7 +167,7 @@ func (c *Core) checkSendInvalidate(h *wire.DDPHeader) *TerminateError {
 	}
 	region, why := c.cfg.Table.CheckRemoteInvalidate(mem.STag(h.InvSTag), c.cfg.PD)
 	if why != mem.InvalidateOK {
-		return termDDP(wire.NewProtocolError(why.String(), why.TermCode()), h, c.rx.n)
+		return c.termDDP(wire.NewProtocolError(why.String(), why.TermCode()))
 	}
 	c.rx.invRegion, c.rx.invSTag = region, h.InvSTag
 	return nil

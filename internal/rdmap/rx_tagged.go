@@ -18,7 +18,7 @@ func (c *Core) rxWrite(h *wire.DDPHeader, payload int) *TerminateError {
 	}
 	dst, region, g, why := c.cfg.Table.PinRemote(mem.STag(h.STag), c.cfg.PD, mem.AccessRemoteWrite, h.TO, uint64(payload))
 	if why != mem.OK {
-		return termDDP(placementError(why.DDPCode(), why), h, c.rx.n)
+		return c.termDDP(placementError(why.DDPCode(), why))
 	}
 	c.placeRemote(dst, region, g)
 	return nil
@@ -42,19 +42,19 @@ func (c *Core) rxReadResponse(h *wire.DDPHeader, payload int) *TerminateError {
 	if e == nil || !e.wr.Op.read() {
 		// Nothing outstanding, or the oldest outstanding request is an
 		// atomic or a Read V2: its answer must come first (RFC 7306 §7).
-		return termDDP(ErrUnexpectedReadResponse, h, rx.n)
+		return c.termDDP(ErrUnexpectedReadResponse)
 	}
 	if payload > 0 || e.size > 0 {
 		if h.STag != e.sinkSTag {
-			return termDDP(ErrReadResponseSTag, h, rx.n)
+			return c.termDDP(ErrReadResponseSTag)
 		}
 		if h.TO != e.sinkTO+e.read || uint64(payload) > e.size-e.read {
-			return termDDP(ErrReadResponseRange, h, rx.n)
+			return c.termDDP(ErrReadResponseRange)
 		}
 	}
 	if h.Last {
 		if e.read+uint64(payload) != e.size {
-			return termDDP(ErrReadResponseShort, h, rx.n)
+			return c.termDDP(ErrReadResponseShort)
 		}
 		rx.after = afterReadDone
 	}

@@ -16,19 +16,20 @@ import (
 // then closes and calls Close (or the peer's end of stream, RxEOF, ends
 // the drain), which flushes every outstanding work request.
 
-// termDDP is the Terminate for a violation in a received segment: it
-// carries the segment's DDP header (D) and length (M). err must be a
-// *wire.ProtocolError.
-func termDDP(err error, h *wire.DDPHeader, n int) *TerminateError {
+// termDDP is the Terminate for a violation in the segment being received:
+// it carries the segment's DDP header as received (D; RFC 5040 §4.8: the
+// octets themselves, reserved bits included, not a re-encoding) and its
+// length (M). err must be a *wire.ProtocolError.
+func (c *Core) termDDP(err error) *TerminateError {
 	var pe *wire.ProtocolError
 	errors.As(err, &pe)
-	return &TerminateError{Sent: true, Code: pe.Code, Cause: err, segLen: uint16(n), ddpHdr: wire.AppendDDPHeader(nil, h)}
+	return &TerminateError{Sent: true, Code: pe.Code, Cause: err, segLen: uint16(c.rx.n), ddpHdr: append([]byte(nil), c.rx.hraw...)}
 }
 
 // termRDMA is the Terminate for a violation in a received Read Request: it
 // also carries the request's RDMA header (R).
-func termRDMA(err error, h *wire.DDPHeader, n int, rdma []byte) *TerminateError {
-	te := termDDP(err, h, n)
+func (c *Core) termRDMA(err error, rdma []byte) *TerminateError {
+	te := c.termDDP(err)
 	te.rdmaHdr = append([]byte(nil), rdma...)
 	return te
 }
