@@ -42,7 +42,9 @@ type simWR struct {
 	consumer int
 	counted  bool // the batch counted it as taking a peer receive
 	sent     bool // its message's last octet was written (the wire monitor)
-	epoch    int  // the invalidated region's epoch when it was posted
+	// atomRead: a Read of atomic words, checked against their history.
+	atomRead *simAtomRead
+	epoch    int // the invalidated region's epoch when it was posted
 	// target is the peer's Write zone range it writes (verified once a
 	// later message proves placement).
 	target    *simRegion
@@ -59,6 +61,13 @@ type simWR struct {
 	implicit   bool
 	status     Status
 	postedAt   int64
+}
+
+// simAtomRead is a Read of k atomic words from word on; idx[j] is the
+// index in word+j's history of its value when the Read was posted.
+type simAtomRead struct {
+	word int
+	idx  []int
 }
 
 type simBlockRef struct {
@@ -143,6 +152,10 @@ func (s *simSide) posting(what string, recs []*simWR, wrs []SendWR, n int, err e
 	}
 }
 
+// errSimAnyRefusal is the bad of a WR that must be refused, with
+// whatever error.
+var errSimAnyRefusal = errors.New("any refusal")
+
 // refused checks the error a WR was refused with.
 func (s *simSide) refused(rec *simWR, err error, state State) {
 	w := s.w
@@ -152,7 +165,7 @@ func (s *simSide) refused(rec *simWR, err error, state State) {
 		if !errors.Is(err, ErrQPState) && !errors.Is(err, ErrSharedRecv) {
 			w.failf("side %s: a WR posted in state %v was refused with %q, want %q", s.name, state, err, ErrQPState)
 		}
-	case rec.bad != nil && errors.Is(err, rec.bad):
+	case rec.bad != nil && (errors.Is(err, rec.bad) || rec.bad == errSimAnyRefusal):
 		w.cover.refused++
 	case errors.Is(err, ErrSQFull), errors.Is(err, ErrSQNeedsSignaled), errors.Is(err, ErrRQFull):
 	case rec.churn && errors.Is(err, ErrRegionInvalid):

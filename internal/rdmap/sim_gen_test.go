@@ -210,6 +210,7 @@ func (g *simSendGen) write(rec *simWR) (SendWR, bool) {
 	n := w.rng.IntN(simMsgMax(w) + 1)
 	wr := SendWR{Op: op, Imm: rec.imm}
 	z := peer.mem.wzone
+	atomWrite := -1
 	switch r := w.rng.IntN(20); {
 	case r == 0:
 		n = 0
@@ -222,6 +223,15 @@ func (g *simSendGen) write(rec *simWR) (SendWR, bool) {
 		n = min(n, t.zoneHi-t.zoneLo)
 		wr.RemoteSTag, wr.RemoteTO = t.stag, t.base+uint64(t.zoneLo+w.rng.IntN(t.zoneHi-t.zoneLo-n+1))
 		rec.provokes = append(rec.provokes, wire.TermDDPInvalidSTag)
+	case r < 8 && w.cfg.findings&simFindAtomWrite != 0 && w.cfg.rfc7306:
+		// Whole atomic words: later atomics must see them, earlier ones
+		// must have run first (docs/extensions.md).
+		a := peer.mem.atom
+		i := w.rng.IntN(simHotWords)
+		k := 1 + w.rng.IntN(min(4, len(peer.mem.atomModel)-i))
+		n = 8 * k
+		wr.RemoteSTag, wr.RemoteTO = a.stag, a.base+uint64(8*i)
+		atomWrite = i
 	case r < 6 && w.cfg.risky:
 		n = max(n, 16)
 		switch w.rng.IntN(3) {
@@ -247,8 +257,20 @@ func (g *simSendGen) write(rec *simWR) (SendWR, bool) {
 	}
 	sgl, payload, _ := g.source(rec, n)
 	wr.SGL, rec.payload, rec.n = sgl, payload, n
-	if op != OpWrite {
-		rec.commit = func() { s.addConsumer(rec) }
+	if atomWrite >= 0 {
+		for j := range n / 8 {
+			g.atomPending = append(g.atomPending, simAtomPending{atomWrite + j, binary.NativeEndian.Uint64(payload[8*j:])})
+		}
+	}
+	rec.commit = func() {
+		if op != OpWrite {
+			s.addConsumer(rec)
+		}
+		for j := range n / 8 {
+			if atomWrite >= 0 {
+				peer.mem.atomSet(atomWrite+j, binary.NativeEndian.Uint64(payload[8*j:]), false)
+			}
+		}
 	}
 	return wr, true
 }
@@ -282,13 +304,7 @@ func (g *simSendGen) read(rec *simWR) (SendWR, bool) {
 		k := 1 + w.rng.IntN(len(peer.mem.atomModel)-i)
 		n = 8 * k
 		wr.RemoteSTag, wr.RemoteTO = a.stag, a.base+uint64(8*i)
-		expect = func() []byte {
-			b := make([]byte, n)
-			for j := range k {
-				binary.NativeEndian.PutUint64(b[8*j:], peer.mem.atomModel[i+j])
-			}
-			return b
-		}
+		rec.atomRead = &simAtomRead{word: i, idx: make([]int, k)}
 	case r < 8 && w.cfg.churn:
 		t := peer.validChurn()
 		if t == nil {
@@ -352,6 +368,11 @@ func (g *simSendGen) read(rec *simWR) (SendWR, bool) {
 	rec.commit = func() {
 		if expect != nil {
 			rec.payload, rec.expectSink = expect(), true
+		}
+		if ar := rec.atomRead; ar != nil {
+			for j := range ar.idx {
+				ar.idx[j] = len(peer.mem.atomHist[ar.word+j]) - 1
+			}
 		}
 		if t := rec.invalidates; t != nil {
 			t.state = simRegInvalid
@@ -440,7 +461,7 @@ func (g *simSendGen) atomic(rec *simWR) (SendWR, bool) {
 		g.atomPending = append(g.atomPending, simAtomPending{i, nv})
 		rec.commit = func() {
 			rec.original, rec.expectSink = v, true
-			peer.mem.atomModel[i] = nv
+			peer.mem.atomSet(i, nv, true)
 		}
 	}
 	return wr, true
@@ -499,7 +520,17 @@ func (g *simSendGen) malformed() (SendWR, *simWR) {
 	src := s.mem.src
 	rec := &simWR{flags: Signaled}
 	wr := SendWR{Op: OpSend, Flags: Signaled}
-	switch w.rng.IntN(9) {
+	k := 9
+	if c.findings&simFindForeignPD != 0 {
+		k++
+	}
+	switch w.rng.IntN(k) {
+	case 9:
+		// A local buffer of another protection domain (RFC 5042 §5.1):
+		// any refusal will do.
+		rec.bad = errSimAnyRefusal
+		o := s.mem.otherPD
+		wr.SGL = []SGE{{Region: o.r, Off: 0, Len: 8}}
 	case 0:
 		rec.bad = ErrBadSGE
 		wr.SGL = []SGE{{Region: src.r, Off: uint64(src.n - 4), Len: 16}}

@@ -107,6 +107,16 @@ func (s *simSide) succeeded(rec *simWR, c *Completion) {
 		}
 		s.proves(rec)
 	case rec.op.read() || rec.op == OpReadV2:
+		if ar := rec.atomRead; ar != nil {
+			got := simGather(rec.sgl, rec.n)
+			for j := range ar.idx {
+				v := binary.NativeEndian.Uint64(got[8*j:])
+				if !s.peer.mem.atomReadOK(ar.word+j, ar.idx[j], v) {
+					w.failf("side %s: %v WR %d read %#x from atomic word %d: not its value when the Read was posted (%#x) nor one a later Write gave (history %v)",
+						s.name, rec.op, rec.id, v, ar.word+j, s.peer.mem.atomHist[ar.word+j][ar.idx[j]].v, s.peer.mem.atomHist[ar.word+j])
+				}
+			}
+		}
 		if rec.expectSink {
 			got := simGather(rec.sgl, rec.n)
 			if !bytes.Equal(got, rec.payload) {

@@ -85,11 +85,14 @@ type simMemory struct {
 	atom    *simRegion
 	churn   []*simRegion
 	conform [simNumSlots]*simRegion
-	lo, hi  uintptr // the backing's addresses
+	otherPD *simRegion // registered in another protection domain
+	lo, hi  uintptr    // the backing's addresses
 
 	// atomModel is the value each word of atom has once the peer's
-	// atomics posted so far have run, in posting order (sim_app_test.go).
+	// atomics (and Writes) posted so far have run, in posting order
+	// (sim_gen_test.go); atomHist every value each word took, in order.
 	atomModel []uint64
+	atomHist  [][]simAtomVal
 
 	pending []*simInval // invalidations begun and not drained
 }
@@ -121,12 +124,13 @@ func (m *simMemory) init(s *simSide) {
 		{"src", simKindSrc, 4096 * k, mem.AccessRemoteRead},
 		{"sink", simKindSink, 8192 * k, mem.AccessLocalWrite},
 		{"wzone", simKindWzone, 8192 * k, mem.AccessLocalWrite | mem.AccessRemoteWrite},
-		{"atom", simKindAtom, atom, mem.AccessRemoteAtomic | mem.AccessRemoteRead},
+		{"atom", simKindAtom, atom, mem.AccessRemoteAtomic | mem.AccessRemoteRead | mem.AccessRemoteWrite},
 	}
 	for i := range simChurn {
 		specs = append(specs, spec{fmt.Sprintf("churn%d", i), simKindChurn, 1024,
 			mem.AccessLocalWrite | mem.AccessRemoteRead | mem.AccessRemoteWrite | mem.AccessRemoteInvalidate})
 	}
+	specs = append(specs, spec{"foreign-PD", simKindConform, 64, mem.AccessLocalWrite | mem.AccessRemoteWrite})
 	if w.cfg.hostile != nil && w.cfg.victim == s.idx {
 		for i, sp := range simConformSpecs {
 			if i == simSlotMain && w.cfg.hostile.name == simIRDCase {
@@ -168,6 +172,11 @@ func (m *simMemory) init(s *simSide) {
 			g.local = newSimAlloc(0, g.n/2)
 			g.zoneLo, g.zoneHi = g.n/2, g.n
 		case simKindConform:
+			if sp.name == "foreign-PD" {
+				m.otherPD = g
+				g.pd = s.pd + 100
+				break
+			}
 			m.conform[ci] = g
 			ci++
 		}
@@ -179,9 +188,12 @@ func (m *simMemory) init(s *simSide) {
 			m.register(g)
 		}
 	}
+	m.register(m.otherPD)
 	m.atomModel = make([]uint64, m.atom.n/8)
+	m.atomHist = make([][]simAtomVal, m.atom.n/8)
 	for i := range m.atomModel {
 		m.atomModel[i] = binary.NativeEndian.Uint64(m.backing[m.atom.off+8*i:])
+		m.atomHist[i] = []simAtomVal{{v: m.atomModel[i]}}
 	}
 }
 
@@ -189,6 +201,38 @@ func (m *simMemory) wnextInit() {
 	for _, g := range m.regions {
 		g.wnext = g.zoneLo
 	}
+}
+
+// simAtomVal is one value an atomic word took, and whether an atomic (not
+// a Write) gave it.
+type simAtomVal struct {
+	v      uint64
+	atomic bool
+}
+
+// atomSet records the next value of atomic word i.
+func (m *simMemory) atomSet(i int, v uint64, atomic bool) {
+	m.atomModel[i] = v
+	m.atomHist[i] = append(m.atomHist[i], simAtomVal{v: v, atomic: atomic})
+}
+
+// atomReadOK reports whether v may be what a Read posted when word i had
+// its idx-th value returns: octet by octet, that value or a later one a
+// Write gave (a Read Response may reflect later Writes, even in part:
+// docs/semantics.md rule 2), never one a later atomic gave (RFC 7306 §7:
+// the Atomic Response is not generated before the earlier Read Response).
+func (m *simMemory) atomReadOK(i, idx int, v uint64) bool {
+	h := m.atomHist[i]
+	for b := 0; b < 64; b += 8 {
+		ok := false
+		for j := idx; j < len(h) && !ok && (j == idx || !h[j].atomic); j++ {
+			ok = byte(h[j].v>>b) == byte(v>>b)
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // bytes returns the region's buffer.
@@ -338,7 +382,7 @@ func (s *simSide) checkRxBuf(b []byte) {
 		s.w.failf("side %s: RxBuf points %d octets outside every registered region (a canary)", s.name, len(b))
 	case g.frozen != nil:
 		s.w.failf("side %s: RxBuf points %d octets into %s after its %s drained", s.name, len(b), g.name, g.what)
-	case g.kind == simKindSrc || g.kind == simKindAtom:
+	case g.kind == simKindSrc || g.kind == simKindAtom && s.w.cfg.findings&simFindAtomWrite == 0:
 		s.w.failf("side %s: RxBuf points %d octets into %s, which nothing may write", s.name, len(b), g.name)
 	case g.local != nil && off < g.local.lo+g.local.n:
 		if !g.local.owned(off, len(b)) {

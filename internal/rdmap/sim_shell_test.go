@@ -1,5 +1,7 @@
 package rdmap
 
+import "errors"
+
 // The simulated shell: it moves octets between the Cores and the pipes
 // (writes and reads of random sizes, delays), closes and half-closes the
 // connection when a Core asks, runs the op timeout while a Core waits on
@@ -44,6 +46,10 @@ func (w *simWorld) pumpTx(s *simSide) {
 	if total == 0 {
 		s.core.TxDone(0)
 		return
+	}
+	var te *TerminateError
+	if w.cfg.findings&simFindPeerTerminate != 0 && errors.As(s.core.Err(), &te) && !te.Sent {
+		w.failf("side %s: TxBufs hands out %d octets after the peer's Terminate (%v)", s.name, total, te)
 	}
 	if s.halfClosed {
 		// The socket is half-closed: the write could only fail (EPIPE).
@@ -153,7 +159,12 @@ func (w *simWorld) pumpRx(s *simSide) {
 func (w *simWorld) shellDuties(s *simSide) {
 	switch {
 	case s.closed || s.dead:
-	case s.core.WantClose():
+	case s.core.WantClose() && w.cfg.findings&simFindPeerTerminate != 0 && s.closeAt == 0:
+		// The shell acts on WantClose a little later (its poller is
+		// busy): meanwhile the Core must hand out nothing after the
+		// peer's Terminate (checked in pumpTx).
+		s.closeAt = w.now + 1 + int64(w.rng.IntN(4))
+	case s.core.WantClose() && w.now >= s.closeAt:
 		if s.core.State() != StateError {
 			s.core.Close()
 		}

@@ -65,7 +65,8 @@ type simSide struct {
 	inject []byte
 	// resumeAt: a side that stopped reading for a while reads again then.
 	resumeAt int64
-	woken    int // Config.Wake calls not yet answered by a Poll
+	woken    int   // Config.Wake calls not yet answered by a Poll
+	closeAt  int64 // when the shell acts on WantClose (findings mode)
 }
 
 func newSimSide(w *simWorld, i int) *simSide {
