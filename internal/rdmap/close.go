@@ -85,7 +85,8 @@ func (c *Core) WantClose() bool {
 }
 
 // Waiting reports whether the Core waits on the peer: octets not yet
-// written, a response awaited, an FPDU received in part, the peer's close
+// written, work held until the peer's first FPDU
+// (Framing.HoldSendUntilReceive), a response awaited, an FPDU received in part, the peer's close
 // after Disconnect, or the drain after a Terminate. The shell's operation
 // timeout runs only then, and fails the QP (Fail) when Progress has not
 // moved for that long.
@@ -96,7 +97,13 @@ func (c *Core) Waiting() bool {
 	case StateTerminate:
 		return c.termWanted
 	}
-	return c.tx.enc.Buffered() > 0 || c.orq.len() > 0 || c.rx.d.Mid() || c.WantHalfClose()
+	return c.tx.enc.Buffered() > 0 || c.orq.len() > 0 || c.rx.d.Mid() || c.WantHalfClose() || c.heldBack()
+}
+
+// heldBack reports whether work waits for the Initiator's first FPDU
+// (Framing.HoldSendUntilReceive): a send WR posted and not started.
+func (c *Core) heldBack() bool {
+	return c.cfg.Framing.HoldSendUntilReceive && !c.rx.heard && (c.sqNext != c.sqTail || c.tx.cur.kind != txNone)
 }
 
 // toError moves the QP to ERROR, recording err if it is the first error,

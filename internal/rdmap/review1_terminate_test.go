@@ -37,7 +37,6 @@ func TestReview1TerminateCarriesHeaderAsReceived(t *testing.T) {
 // message, so a shell that writes whatever WantTx offers before it looks
 // at WantClose sends FPDUs to a peer that has terminated the stream.
 func TestReview1OutputAfterPeerTerminate(t *testing.T) {
-	review1Finding(t, 7, "the Core keeps handing out queued FPDUs after the peer's Terminate")
 	e := newTermEnv(t, defaults())
 	src := region(t, e.table, testPD, 64<<10, 's', 0)
 	post(t, e.c, SendWR{ID: 1, Op: OpSend, Flags: Signaled, SGL: []SGE{sge(src)}})

@@ -181,7 +181,10 @@ func (c *Core) RxDone(n int) {
 // truncation (Terminate LLP/0/0x01, as the Reader reports it); between
 // FPDUs it is the peer's close: ErrDisconnected after Disconnect, else
 // ErrPeerDisconnected. A connection error fails the QP without a
-// Terminate. After a Terminate this side sent, it ends the drain.
+// Terminate. After a Terminate this side sent, it ends the drain; a
+// Terminate that cannot be sent any more (held back by
+// Framing.HoldSendUntilReceive, or decided after the half-close) is
+// given up and the QP goes to ERROR.
 func (c *Core) RxEOF(err error) {
 	rx := &c.rx
 	if rx.out {
@@ -194,7 +197,10 @@ func (c *Core) RxEOF(err error) {
 	switch {
 	case c.state == StateError:
 	case c.state == StateTerminate:
-		if !c.termWanted || c.termWritten {
+		// The drain ends, and so does a Terminate that cannot go any
+		// more: held until the peer's first FPDU (which will never come),
+		// or decided after this side's half-close.
+		if !c.termWanted || c.termWritten || c.holding() {
 			c.toError(c.err)
 		}
 	case err != nil:

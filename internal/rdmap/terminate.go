@@ -42,6 +42,12 @@ func (c *Core) terminate(te *TerminateError) {
 	}
 	c.err, c.state = te, StateTerminate
 	c.termDue, c.termWanted = te, true
+	if c.shut {
+		// This side has half-closed: the Terminate can never go. Input is
+		// drained as after one written (WantHalfClose holds) until the
+		// peer's close or the shell's timeout.
+		c.termDue, c.termWritten = nil, true
+	}
 	c.rx.abandon()
 }
 
@@ -53,6 +59,7 @@ func (c *Core) peerTerminated(te *TerminateError) {
 	}
 	c.err, c.state = te, StateTerminate
 	c.rx.abandon()
+	c.releaseTx() // what is queued is not sent (at the next TxDone if iovecs are out)
 }
 
 // streamError fails the QP with an error of the received stream: a
@@ -112,3 +119,9 @@ func (c *Core) rxTerminate(b []byte) {
 // DDP Segment Length, an untagged DDP header and a Read Request header. A
 // longer Terminate carries nothing more that is read.
 const maxTermLen = wire.TermControlLen + wire.TermSegLenLen + wire.UntaggedHdrLen + wire.TermRDMAHeaderLen
+
+// terminatedByPeer reports whether the peer's Terminate ended the stream:
+// nothing more is handed out to send.
+func (c *Core) terminatedByPeer() bool {
+	return c.state == StateTerminate && !c.termWanted
+}

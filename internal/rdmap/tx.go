@@ -107,7 +107,7 @@ func (c *Core) TxBufs(dst [][]byte) [][]byte {
 	if t.out {
 		return t.enc.Bufs(dst) // the same iovecs again
 	}
-	if c.holding() {
+	if c.holding() || c.terminatedByPeer() {
 		return dst
 	}
 	c.fill()
@@ -162,10 +162,15 @@ func (c *Core) TxDone(n int) {
 	if c.termWritten && c.rx.ended {
 		c.toError(c.err) // the peer's stream ended before the Terminate went: nothing left to drain
 	}
+	if c.terminatedByPeer() {
+		c.releaseTx() // the peer terminated the stream while the iovecs were out
+	}
 }
 
-// releaseTx drops everything queued once the QP is in ERROR and no iovec
-// is in use: the Encoder is reset and every lease ends.
+// releaseTx drops everything queued once the QP is in ERROR, or the peer
+// terminated the stream, and no iovec is in use: the Encoder is reset and
+// every lease ends. The send WRs whose last octet did not go stay
+// incomplete: the flush completes them.
 func (c *Core) releaseTx() {
 	t := &c.tx
 	if t.out {
@@ -188,7 +193,7 @@ func (c *Core) releaseTx() {
 // a Terminate, or a message that may start now.
 func (c *Core) WantTx() bool {
 	switch {
-	case c.state == StateError || c.holding():
+	case c.state == StateError || c.holding() || c.terminatedByPeer():
 		return false
 	case c.tx.enc.Buffered() > 0 || c.termDue != nil:
 		return true
