@@ -36,6 +36,9 @@ var (
 	// ErrLocalInvalidate: a local-invalidate work request named an STag
 	// that is unknown, already invalid, or of another protection domain.
 	ErrLocalInvalidate = errors.New("STag cannot be invalidated")
+	// ErrPD: a scatter/gather element names a region registered in
+	// another protection domain than the QP's (RFC 5040 §6.4).
+	ErrPD = errors.New("a local buffer belongs to another protection domain")
 )
 
 // Why a QP leaves RTS without a Terminate.

@@ -95,6 +95,9 @@ func (c *Core) checkSend(wr *SendWR) (uint64, error) {
 		if s.Region == nil || s.bytes() == nil {
 			return 0, ErrBadSGE
 		}
+		if s.Region.PD() != c.cfg.PD {
+			return 0, ErrPD
+		}
 		total += uint64(s.Len)
 	}
 	if total > MaxMessageSize {
@@ -140,7 +143,8 @@ func (c *Core) checkSend(wr *SendWR) (uint64, error) {
 }
 
 // PostRecv posts receive work requests to the Core's own receive queue,
-// like PostSend (errors of RecvRing.Post). A Core with a shared receive
+// like PostSend (errors of RecvRing.Post, and ErrPD for a buffer of
+// another protection domain). A Core with a shared receive
 // queue has none of its own (ErrSharedRecv). Receives are refused once
 // the QP left RTS.
 func (c *Core) PostRecv(wrs []RecvWR) (int, error) {
@@ -150,5 +154,25 @@ func (c *Core) PostRecv(wrs []RecvWR) (int, error) {
 	if c.state != StateRTS {
 		return 0, stateError(c.state, c.err)
 	}
+	for i := range wrs {
+		if !c.ownPD(wrs[i].SGL) {
+			// Post those before it; the ring's own error comes first.
+			if n, err := c.rq.Post(wrs[:i]); err != nil {
+				return n, err
+			}
+			return i, ErrPD
+		}
+	}
 	return c.rq.Post(wrs)
+}
+
+// ownPD reports whether every region of sgl is in the QP's protection
+// domain (an SGE without a region is the ring's to refuse).
+func (c *Core) ownPD(sgl []SGE) bool {
+	for i := range sgl {
+		if r := sgl[i].Region; r != nil && r.PD() != c.cfg.PD {
+			return false
+		}
+	}
+	return true
 }
