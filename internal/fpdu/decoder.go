@@ -178,6 +178,13 @@ func (d *Decoder) Header() []byte { return d.hdr }
 // (io.EOF).
 func (d *Decoder) Mid() bool { return d.in != d.boundary }
 
+// PayloadLeft returns how many octets of the current ULPDU, after Header,
+// are still to be delivered to the destination given to Place (or
+// discarded): 0 before Place, once only PAD and CRC remain, and between
+// FPDUs. A caller that pins the destination for each read (the receive
+// path of the protocol core) needs no pin once it is 0.
+func (d *Decoder) PayloadLeft() int { return d.rem }
+
 // Stage asks for extra further ULPDU octets to be staged into Header(),
 // beyond those it holds (extra >= 0, clamped to what the ULPDU has): Step
 // is NeedBytes until they arrived, then NeedPlace again with a longer

@@ -17,7 +17,6 @@ import (
 // on the framing and on where TCP cut the stream. Nor is there any reason
 // for the pin to make the invalidation wait.
 func TestReview1MarkersRefusePlacedWrite(t *testing.T) {
-	review1Finding(t, 4, "with markers, a Write placed completely is refused if its target is invalidated before its CRC arrives")
 	o := defaults()
 	o.framing = fpdu.Options{CRC: true, SendMarkers: true, RecvMarkers: true}
 	e := newTermEnv(t, o)

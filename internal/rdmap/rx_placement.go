@@ -99,8 +99,10 @@ func (c *Core) pinForRead(b []byte) bool {
 			return rx.pin(i)
 		}
 	}
-	if !c.cfg.Framing.RecvMarkers {
-		return true // without markers the staging holds no payload of a placed FPDU
+	if !c.cfg.Framing.RecvMarkers || c.rx.d.PayloadLeft() == 0 {
+		// Without markers the staging holds no payload of a placed FPDU;
+		// with nothing left to place, only PAD and CRC are to come.
+		return true
 	}
 	for i := range rx.dsts {
 		if !rx.pin(i) {
