@@ -7,14 +7,6 @@ import (
 	"github.com/goiwarp/iwarp/internal/fpdu"
 )
 
-// review1Finding skips a finding of the review unless -review.findings.
-func review1Finding(t *testing.T, n int, what string) {
-	t.Helper()
-	if !*reviewFindings {
-		t.Skipf("finding %d: %s; run with -review.findings", n, what)
-	}
-}
-
 // shellStep is what a shell does after any call: it writes what the Core
 // hands out (all of it) and half-closes when asked; it reports whether the
 // Core left the shell anything to act on (a write, a half-close, a close).
