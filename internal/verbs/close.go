@@ -2,6 +2,7 @@ package verbs
 
 import (
 	"context"
+	"time"
 
 	"github.com/goiwarp/iwarp/internal/rdmap"
 )
@@ -51,9 +52,14 @@ func (q *QP) unreserve() {
 // requests are answered, then the connection is half-closed and, once the
 // peer has closed its side too, torn down; receives still posted complete
 // as flushed. A peer that does not close its side within the operation
-// timeout fails the QP with ErrPeerStalled. In TERMINATE it waits for the
-// drain. If ctx ends first the QP is closed at once (Close) and ctx's
-// error returned. A QP that never started is closed.
+// timeout fails the QP with ErrPeerStalled. Without an operation timeout
+// (Config.OpTimeout 0 or less) the orderly phase is bounded by the drain
+// timeout instead (Config.DrainTimeout, 2 s by default): once it is over
+// the QP fails with ErrDisconnectTimeout and is closed at once, whatever
+// the peer does. In either case Disconnect returns nil once the QP is torn
+// down, and QP.Err tells why. In TERMINATE it waits for the drain. If ctx
+// ends first the QP is closed at once (Close) and ctx's error returned. A
+// QP that never started is closed.
 func (q *QP) Disconnect(ctx context.Context) error {
 	q.mu.Lock()
 	if q.core == nil {
@@ -64,11 +70,20 @@ func (q *QP) Disconnect(ctx context.Context) error {
 	a := q.afterLocked()
 	q.mu.Unlock()
 	q.act(a)
+	var over <-chan time.Time
+	if q.cfg.OpTimeout <= 0 {
+		t := time.NewTimer(q.cfg.DrainTimeout)
+		defer t.Stop()
+		over = t.C
+	}
 	select {
 	case <-q.done:
 		return nil
 	case <-ctx.Done():
 		_ = q.Close()
 		return ctx.Err()
+	case <-over:
+		q.failWith(ErrDisconnectTimeout) // keeps an error the QP already had
+		return q.Close()
 	}
 }

@@ -22,6 +22,10 @@ var (
 	// ErrPeerStalled: the peer made no progress within the operation
 	// timeout while this side waited for it.
 	ErrPeerStalled = errors.New("peer stalled: no progress within the operation timeout")
+	// ErrDisconnectTimeout: with no operation timeout, an orderly
+	// Disconnect did not end (the peer did not take what was sent, or did
+	// not close its side) within the drain timeout.
+	ErrDisconnectTimeout = errors.New("orderly disconnect not finished within the drain timeout")
 	// errIncomplete: New was given a configuration it cannot run.
 	errIncomplete = errors.New("incomplete QP configuration")
 )
@@ -50,7 +54,8 @@ type Config struct {
 	// Disconnect) before it fails with ErrPeerStalled; 0 or less: none.
 	OpTimeout time.Duration
 	// DrainTimeout bounds how long input is read and discarded after a
-	// Terminate, before the connection is closed; 0 means 2 s.
+	// Terminate, before the connection is closed, and, when OpTimeout is
+	// 0 or less, how long an orderly Disconnect may take; 0 means 2 s.
 	DrainTimeout time.Duration
 	// OnDone, if set, is called once the QP has been torn down and every
 	// work request flushed (the asynchronous event "QP fatal /
