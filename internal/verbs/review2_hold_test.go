@@ -20,9 +20,6 @@ import (
 // (with nothing posted it does: the half-close is due at once). Waiting
 // should count work held for the peer's first FPDU.
 func TestReview2HoldDisconnectNoTimeout(t *testing.T) {
-	if !*reviewFindings {
-		t.Skip("finding 7: a held MPA Responder's Disconnect is never bounded by the operation timeout; run with -review.findings")
-	}
 	synctest.Test(t, func(t *testing.T) {
 		o := timedOpts()
 		o.framing.HoldSendUntilReceive = true
@@ -45,9 +42,6 @@ func TestReview2HoldDisconnectNoTimeout(t *testing.T) {
 // the Do waits for its context alone (an hour here) and the WR stays
 // outstanding. PostWait must arm the timer as PostSend does for held work.
 func TestReview2HoldPostWaitNoTimeout(t *testing.T) {
-	if !*reviewFindings {
-		t.Skip("finding 8: work posted with PostWait/Do while held is never timed out; run with -review.findings")
-	}
 	synctest.Test(t, func(t *testing.T) {
 		o := timedOpts()
 		o.framing.HoldSendUntilReceive = true

@@ -32,9 +32,6 @@ func postBigWrite(t *testing.T, e *end) {
 // sent" within it. The poster (or the transmit goroutine, before its
 // write) must arm the timer when the Core starts waiting.
 func TestReview2OpTimeoutNeverArmedBlockingWrite(t *testing.T) {
-	if !*reviewFindings {
-		t.Skip("finding 5: on the blocking-write paths the operation timeout is never armed for a peer that reads nothing; run with -review.findings")
-	}
 	synctest.Test(t, func(t *testing.T) {
 		e, _ := scriptedPipe(t, timedOpts())
 		postBigWrite(t, e)
