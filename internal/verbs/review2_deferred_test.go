@@ -50,7 +50,7 @@ func sendInvalidateX(t *testing.T, a *end, pa *peer, x *mem.Region) {
 // that every WR was flushed); nothing bounds when these do.
 func TestReview2CloseReturnsBeforeDeferredCompletions(t *testing.T) {
 	if !*reviewFindings {
-		t.Skip("finding 1: Close and Done return before completions deferred on another QP's lease; run with -review.findings")
+		t.Skip("finding 1: Close and Done return before completions deferred on another QP's lease (needs the Core to stop waiting for drains when it flushes); run with -review.findings")
 	}
 	for _, side := range []string{"local-invalidate", "send-with-invalidate"} {
 		t.Run(side, func(t *testing.T) {
@@ -101,11 +101,14 @@ func TestReview2FlushOvertakesDeferredReceive(t *testing.T) {
 	first := a.next(t)
 	second := a.next(t)
 	if first.ID != 1 || second.ID != 2 {
-		t.Errorf("receive completions in order %d (%v), %d (%v): want 1 (success, invalidated x) then 2 (flushed)",
+		t.Errorf("receive completions in order %d (%v), %d (%v): want 1 then 2 (flushed)",
 			first.ID, first.Status, second.ID, second.Status)
 	}
-	if first.ID == 1 && (first.Status != rdmap.StatusSuccess || first.Flags&rdmap.Invalidated == 0) {
-		t.Errorf("receive 1: %+v, want success with x invalidated", first.Completion)
+	// Receive 1 succeeded (x invalidated) if its drain came before the
+	// Close, or is flushed if the Close stopped waiting for it (Close does
+	// not wait for another QP's lease): either way it comes first.
+	if ok := first.Status == rdmap.StatusFlushed || (first.Status == rdmap.StatusSuccess && first.Flags&rdmap.Invalidated != 0); first.ID == 1 && !ok {
+		t.Errorf("receive 1: %+v, want success with x invalidated, or flushed", first.Completion)
 	}
 	noLeaks(t)
 }
