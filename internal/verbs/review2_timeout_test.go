@@ -54,9 +54,6 @@ func TestReview2OpTimeoutNeverArmedBlockingWrite(t *testing.T) {
 // the write proceeds (writes sized from the timeout, or a write deadline of
 // one period that resumes).
 func TestReview2OpTimeoutSlowReaderBlockingWrites(t *testing.T) {
-	if !*reviewFindings {
-		t.Skip("finding 6: the operation timeout fails a slow but steadily reading peer on the blocking-write paths; run with -review.findings")
-	}
 	// Each rate is far above nothing: the peer reads every period.
 	for _, r := range []struct {
 		chunk int

@@ -2,7 +2,9 @@ package verbs
 
 import (
 	"errors"
+	"os"
 	"sync"
+	"time"
 
 	"github.com/goiwarp/iwarp/internal/poll"
 )
@@ -127,9 +129,11 @@ func (q *QP) txGoroutine() {
 }
 
 // txBlocking writes with blocking writes of the connection (no poller, no
-// RawConn): one iovec (at most one FPDU's piece) per write, so that the
-// operation timeout sees progress while a slow peer reads; the octets stay
-// pinned during each write, which closing the connection ends.
+// RawConn): one iovec (at most one FPDU's piece) per write, each ended by a
+// write deadline of one operation-timeout period (writeTimed), so that the
+// operation timeout sees progress while a slow peer reads, however slowly;
+// the octets stay pinned during each write, which closing the connection
+// ends.
 func (q *QP) txBlocking() {
 	for {
 		q.mu.Lock()
@@ -154,11 +158,11 @@ func (q *QP) txBlocking() {
 				break
 			}
 		}
-		n, err := q.nc.Write(piece)
+		n, err := q.writeTimed(piece)
 		clear(q.tx.iov)
 		q.mu.Lock()
 		q.txOut = false
-		q.core.TxDone(n)
+		q.core.TxDone(n) // a partial write is progress too
 		if err != nil {
 			q.core.Fail(err)
 		}
@@ -169,6 +173,22 @@ func (q *QP) txBlocking() {
 			return
 		}
 	}
+}
+
+// writeTimed writes b with a blocking write. With an operation timeout,
+// the write ends after one period of it (a write deadline) with what was
+// written so far, which is not an error: the caller hands the rest back
+// to the Core and writes it next, so a slow but steady reader is seen to
+// make progress. A connection without deadlines writes b whole.
+func (q *QP) writeTimed(b []byte) (int, error) {
+	if q.cfg.OpTimeout <= 0 || q.nc.SetWriteDeadline(time.Now().Add(q.period())) != nil {
+		return q.nc.Write(b)
+	}
+	n, err := q.nc.Write(b)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		err = nil
+	}
+	return n, err
 }
 
 // iovLen is the number of octets of bufs.
