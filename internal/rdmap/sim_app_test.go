@@ -152,10 +152,6 @@ func (s *simSide) posting(what string, recs []*simWR, wrs []SendWR, n int, err e
 	}
 }
 
-// errSimAnyRefusal is the bad of a WR that must be refused, with
-// whatever error.
-var errSimAnyRefusal = errors.New("any refusal")
-
 // refused checks the error a WR was refused with.
 func (s *simSide) refused(rec *simWR, err error, state State) {
 	w := s.w
@@ -165,7 +161,7 @@ func (s *simSide) refused(rec *simWR, err error, state State) {
 		if !errors.Is(err, ErrQPState) && !errors.Is(err, ErrSharedRecv) {
 			w.failf("side %s: a WR posted in state %v was refused with %q, want %q", s.name, state, err, ErrQPState)
 		}
-	case rec.bad != nil && (errors.Is(err, rec.bad) || rec.bad == errSimAnyRefusal):
+	case rec.bad != nil && errors.Is(err, rec.bad):
 		w.cover.refused++
 	case errors.Is(err, ErrSQFull), errors.Is(err, ErrSQNeedsSignaled), errors.Is(err, ErrRQFull):
 	case rec.churn && errors.Is(err, ErrRegionInvalid):

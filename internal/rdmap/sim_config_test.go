@@ -24,14 +24,11 @@ type simConfig struct {
 	firstRead [2]uint32 // and on QN 1 (2 after a Read RTR)
 	txOff     [2]uint64 // the stream offset where side i's full operation begins (its markers' grid)
 
-	pipeCap  [2]int
-	maxDelay int
-	maxSeg   int
-	steps    int  // action steps
-	large    bool // big regions and messages (beyond the Core's copyMax)
-	// findings: also draw what the open findings need (-sim.findings:
-	// sim_findings_test.go), and check them.
-	findings  simFinding
+	pipeCap   [2]int
+	maxDelay  int
+	maxSeg    int
+	steps     int   // action steps
+	large     bool  // big regions and messages (beyond the Core's copyMax)
 	opTimeout int64 // the simulated shell's op timeout, in steps
 
 	// What the run may do beyond clean work: churn registrations that

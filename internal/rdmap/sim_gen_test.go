@@ -223,9 +223,14 @@ func (g *simSendGen) write(rec *simWR) (SendWR, bool) {
 		n = min(n, t.zoneHi-t.zoneLo)
 		wr.RemoteSTag, wr.RemoteTO = t.stag, t.base+uint64(t.zoneLo+w.rng.IntN(t.zoneHi-t.zoneLo-n+1))
 		rec.provokes = append(rec.provokes, wire.TermDDPInvalidSTag)
-	case r < 8 && w.cfg.findings&simFindAtomWrite != 0 && w.cfg.rfc7306:
-		// Whole atomic words: later atomics must see them, earlier ones
-		// must have run first (docs/extensions.md).
+	case r < 8 && w.cfg.rfc7306:
+		// Whole atomic words, fenced: a Write may overtake an earlier
+		// atomic that waits behind a Read Response (RFC 7306 §7, "No
+		// Placement Guarantee between RDMA Write Payload and Atomic
+		// Request"); Fence gives the posting order (docs/extensions.md),
+		// which the model follows. Later atomics see the Write; a Read
+		// may see it early.
+		rec.flags |= Fence
 		a := peer.mem.atom
 		i := w.rng.IntN(simHotWords)
 		k := 1 + w.rng.IntN(min(4, len(peer.mem.atomModel)-i))
@@ -520,15 +525,11 @@ func (g *simSendGen) malformed() (SendWR, *simWR) {
 	src := s.mem.src
 	rec := &simWR{flags: Signaled}
 	wr := SendWR{Op: OpSend, Flags: Signaled}
-	k := 9
-	if c.findings&simFindForeignPD != 0 {
-		k++
-	}
-	switch w.rng.IntN(k) {
+	switch w.rng.IntN(10) {
 	case 9:
-		// A local buffer of another protection domain (RFC 5042 §5.1):
-		// any refusal will do.
-		rec.bad = errSimAnyRefusal
+		// A local buffer of another protection domain (RFC 5040 §6.4;
+		// review 1, finding 5).
+		rec.bad = ErrPD
 		o := s.mem.otherPD
 		wr.SGL = []SGE{{Region: o.r, Off: 0, Len: 8}}
 	case 0:

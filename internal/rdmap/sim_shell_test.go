@@ -48,7 +48,7 @@ func (w *simWorld) pumpTx(s *simSide) {
 		return
 	}
 	var te *TerminateError
-	if w.cfg.findings&simFindPeerTerminate != 0 && errors.As(s.core.Err(), &te) && !te.Sent {
+	if errors.As(s.core.Err(), &te) && !te.Sent {
 		w.failf("side %s: TxBufs hands out %d octets after the peer's Terminate (%v)", s.name, total, te)
 	}
 	if s.halfClosed {
@@ -159,7 +159,7 @@ func (w *simWorld) pumpRx(s *simSide) {
 func (w *simWorld) shellDuties(s *simSide) {
 	switch {
 	case s.closed || s.dead:
-	case s.core.WantClose() && w.cfg.findings&simFindPeerTerminate != 0 && s.closeAt == 0:
+	case s.core.WantClose() && s.closeAt == 0:
 		// The shell acts on WantClose a little later (its poller is
 		// busy): meanwhile the Core must hand out nothing after the
 		// peer's Terminate (checked in pumpTx).

@@ -66,7 +66,7 @@ type simSide struct {
 	// resumeAt: a side that stopped reading for a while reads again then.
 	resumeAt int64
 	woken    int   // Config.Wake calls not yet answered by a Poll
-	closeAt  int64 // when the shell acts on WantClose (findings mode)
+	closeAt  int64 // when the shell acts on WantClose
 }
 
 func newSimSide(w *simWorld, i int) *simSide {

@@ -45,8 +45,7 @@ var (
 	simSeeds    = flag.Int("sim.seeds", 2000, "number of seeds TestSim runs, from -sim.seed on")
 	simSteps    = flag.Int("sim.steps", 0, "replay with this many action steps instead of the seed's own (a shrunk schedule)")
 	simTrace    = flag.Bool("sim.trace", false, "print each seed's configuration and event trace (use with -sim.seeds=1)")
-	simFindings = flag.Bool("sim.findings", false, "run the simulation's findings (sim_findings_test.go): Core bugs it found that may not be fixed yet")
-	simFindMask = flag.Uint("sim.findmask", 0, "with TestSim, add the schedule and checks of these open findings (a mask of sim_findings_test.go's simFinding; -sim.findings: all)")
+	simFindings = flag.Bool("sim.findings", false, "run the simulation's findings (sim_findings_test.go): focused tests of Core bugs it found, fixed or not")
 	simCaseName = flag.String("sim.case", "", "make this hostile input (a conform case name) every seed's, into an otherwise clean run")
 	simCorrupt  = flag.Int64("sim.corrupt", 0, "overwrite a canary octet at this step (a check of the harness itself: the run must fail there)")
 )
@@ -58,8 +57,7 @@ type simOpts struct {
 	steps     int   // action steps
 	corrupt   int64 // the step at which a canary octet is overwritten
 	keepTrace bool
-	force     *simCase   // the hostile input of the run (TestSimHostileCases)
-	findings  simFinding // the schedule and checks of these open findings too (-sim.findings: all)
+	force     *simCase // the hostile input of the run (TestSimHostileCases)
 }
 
 // flags returns the command-line flags that select the run.
@@ -74,21 +72,12 @@ func (o simOpts) flags() string {
 	if o.force != nil {
 		f += fmt.Sprintf(" -sim.case=%s", o.force.name)
 	}
-	if o.findings != 0 {
-		f += fmt.Sprintf(" -sim.findmask=%d", o.findings)
-	}
 	return f
 }
 
 // simFlagOpts returns the options the command line asks for.
 func simFlagOpts(t *testing.T) simOpts {
 	o := simOpts{seed: *simSeed, steps: *simSteps, corrupt: *simCorrupt}
-	if *simFindings {
-		o.findings = simFindAll
-	}
-	if *simFindMask != 0 {
-		o.findings = simFinding(*simFindMask)
-	}
 	if *simCaseName != "" {
 		for _, k := range simCases {
 			if k.name == *simCaseName {

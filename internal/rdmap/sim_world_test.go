@@ -85,7 +85,6 @@ func newSimWorld(o simOpts) *simWorld {
 	if o.force != nil {
 		w.cfg.forceCase(o.force, int(o.seed%2))
 	}
-	w.cfg.findings = o.findings
 	return w
 }
 
