@@ -223,23 +223,32 @@ func (c *Core) process() {
 		case fpdu.NeedBytes:
 			return
 		case fpdu.NeedPlace:
-			c.onPlace()
+			if c.onPlace(); rx.dead {
+				c.countReceived() // refused: received all the same
+			}
 		case fpdu.FPDUDone:
 			c.onDone()
 		}
 	}
 }
 
+// countReceived counts the FPDU being decoded as received: when it is
+// done, or when it is refused (a violation in its headers, a bad CRC),
+// so that the peer's FPDUsSent and this side's FPDUsReceived agree.
+func (c *Core) countReceived() {
+	c.stats.FPDUsReceived++
+	c.stats.BytesReceived += uint64(c.rx.d.ULPDULen())
+}
+
 // onDone handles the end of an FPDU: a bad CRC or framing fails the
 // stream; otherwise what the FPDU completes is done now.
 func (c *Core) onDone() {
 	rx := &c.rx
+	c.countReceived()
 	if err := rx.d.Err(); err != nil {
 		c.streamError(err)
 		return
 	}
-	c.stats.FPDUsReceived++
-	c.stats.BytesReceived += uint64(rx.d.ULPDULen())
 	after := rx.after
 	rx.after, rx.sink = afterNothing, sinkNone
 	rx.clearDst()

@@ -537,3 +537,41 @@ func TestTerminateReceived(t *testing.T) {
 		t.Fatalf("counted %+v", got)
 	}
 }
+
+// TestRefusedFPDUCounted: an FPDU refused with a Terminate (a Send that
+// finds no receive, a bad CRC) counts as received, as the peer counted it
+// as sent: FPDUsSent and FPDUsReceived of the two sides agree.
+func TestRefusedFPDUCounted(t *testing.T) {
+	send := untagged(3, true, 0, 0, 1, 0)
+	for _, tc := range []struct {
+		name   string
+		ulpdus [][]byte
+	}{
+		{"no-receive", [][]byte{send, untagged(3, true, 0, 0, 2, 0)}}, // the first takes receive 5
+		{"bad-MSN", [][]byte{untagged(3, true, 0, 0, 9, 0)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newTermEnv(t, defaults())
+			rxAll(e.c, e.p.frame(tc.ulpdus...), 7)
+			if e.c.State() != StateTerminate {
+				t.Fatalf("state %v, error %v", e.c.State(), e.c.Err())
+			}
+			var bytes uint64
+			for _, u := range tc.ulpdus {
+				bytes += uint64(len(u))
+			}
+			if s := e.c.Stats(); s.FPDUsReceived != uint64(len(tc.ulpdus)) || s.BytesReceived != bytes {
+				t.Fatalf("received %d FPDUs / %d bytes, want %d / %d", s.FPDUsReceived, s.BytesReceived, len(tc.ulpdus), bytes)
+			}
+		})
+	}
+	t.Run("bad-CRC", func(t *testing.T) {
+		e := newTermEnv(t, defaults())
+		f := e.p.frame(send)
+		f[len(f)-1] ^= 1
+		rxAll(e.c, f, 5)
+		if s := e.c.Stats(); s.CRCErrors != 1 || s.FPDUsReceived != 1 || s.BytesReceived != uint64(len(send)) {
+			t.Fatalf("CRC errors %d, received %d FPDUs / %d bytes", s.CRCErrors, s.FPDUsReceived, s.BytesReceived)
+		}
+	})
+}
