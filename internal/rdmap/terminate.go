@@ -67,6 +67,10 @@ func (c *Core) peerTerminated(te *TerminateError) {
 // marker or length, a truncated FPDU) is reported with a Terminate that
 // carries no header; anything else fails the QP without one.
 func (c *Core) streamError(err error) {
+	// The peer's first FPDU may be the broken one: it has arrived all the
+	// same, so the MPA Responder's hold (RFC 5044 §7.1.2) lets the
+	// Terminate go.
+	c.rx.heard = true
 	var pe *wire.ProtocolError
 	if !errors.As(err, &pe) {
 		c.toError(&ConnectionError{Err: err})

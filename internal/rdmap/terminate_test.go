@@ -575,3 +575,24 @@ func TestRefusedFPDUCounted(t *testing.T) {
 		}
 	})
 }
+
+// TestBrokenFirstFPDUReleasesHold: an MPA Responder (Framing.
+// HoldSendUntilReceive) whose first received FPDU is broken before its DDP
+// header could be read (a ULPDU_Length too short for one, a bad marker)
+// still sends the Terminate: the FPDU has arrived (RFC 5044 §7.1.2).
+func TestBrokenFirstFPDUReleasesHold(t *testing.T) {
+	o := defaults()
+	o.framing.HoldSendUntilReceive = true
+	e := newTermEnv(t, o)
+	u := []byte{0x41, 0x43, 0x01, 0x00} // a ULPDU_Length of 4: no DDP header fits
+	f := binary.BigEndian.AppendUint16(nil, uint16(len(u)))
+	f = append(f, u...)
+	f = append(f, make([]byte, fpdu.PadLen(len(u)))...)
+	f = binary.LittleEndian.AppendUint32(f, fpdu.CRC32c(f))
+	rxAll(e.c, f, 3)
+	code := wire.TermLLPMarker
+	want := cat(untagged(7, true, 0, 2, 1, 0), []byte{byte(code.Layer)<<4 | byte(code.Type), code.Code, 0, 0})
+	if got := e.p.recv(txAll(e.c)); len(got) != 1 || !bytes.Equal(got[0], want) {
+		t.Fatalf("sent % x, want the Terminate % x", got, want)
+	}
+}
