@@ -72,14 +72,19 @@ func (c *Core) WantHalfClose() bool {
 
 // WantClose reports whether the shell should close the connection now:
 // the QP is in ERROR (closed, failed, the peer's end of stream, the drain
-// after a Terminate over), or the peer sent a Terminate. The shell then
+// after a Terminate over), or the peer sent a Terminate (once the octets
+// TxBufs handed out were reported by TxDone). The shell then
 // calls Close (which keeps the first error) if the QP is not in ERROR yet.
 func (c *Core) WantClose() bool {
 	switch c.state {
 	case StateError:
 		return true
 	case StateTerminate:
-		return !c.termWanted
+		// The peer's Terminate, once no write is in progress: it may
+		// answer octets the socket accepted and TxDone has not reported
+		// yet, and the work requests they finish complete (a Send or
+		// Write completes when handed to TCP) before the rest is flushed.
+		return !c.termWanted && !c.tx.out
 	}
 	return false
 }

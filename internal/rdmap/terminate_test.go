@@ -596,3 +596,32 @@ func TestBrokenFirstFPDUReleasesHold(t *testing.T) {
 		t.Fatalf("sent % x, want the Terminate % x", got, want)
 	}
 }
+
+// TestTerminateWhileWriteOut: the peer's Terminate arrives while the
+// octets of a Write are handed out (TxBufs) and not yet reported written:
+// the peer can only be answering octets the socket accepted, so WantClose
+// waits for TxDone, and the Write, handed to TCP, completes with success;
+// only the work behind it is flushed.
+func TestTerminateWhileWriteOut(t *testing.T) {
+	e := newTermEnv(t, defaults())
+	post(t, e.c, SendWR{ID: 1, Op: OpWrite, Flags: Signaled, SGL: []SGE{{Region: e.sink, Len: 64}}, RemoteSTag: 77})
+	bufs := e.c.TxBufs(nil)
+	n := 0
+	for _, b := range bufs {
+		n += len(b)
+	}
+	post(t, e.c, SendWR{ID: 2, Op: OpSend, Flags: Signaled})
+	code := wire.TermDDPInvalidSTag
+	term := cat(untagged(7, true, 0, 2, 1, 0), []byte{byte(code.Layer)<<4 | byte(code.Type), code.Code, 0, 0})
+	rxAll(e.c, e.p.frame(term), 1)
+	if e.c.State() != StateTerminate || e.c.WantClose() {
+		t.Fatalf("state %v, close %v with the Write's octets handed out", e.c.State(), e.c.WantClose())
+	}
+	e.c.TxDone(n)
+	if !e.c.WantClose() {
+		t.Fatal("no close after TxDone")
+	}
+	e.c.Close()
+	wantComps(t, poll(e.c), Completion{Queue: SendQueue, ID: 1, Status: StatusSuccess}, Completion{Queue: SendQueue, ID: 2, Status: StatusRemoteAccess},
+		Completion{Queue: RecvQueue, ID: 5, Status: StatusFlushed})
+}
