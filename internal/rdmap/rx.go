@@ -57,11 +57,14 @@ type rxState struct {
 	// heard: the first FPDU's header has arrived (the MPA Responder sends
 	// nothing before it, RFC 5044 §7.1.2, with
 	// Framing.HoldSendUntilReceive).
-	heard   bool
-	out     bool   // RxBuf handed out a buffer: RxDone not yet called
-	ended   bool   // RxEOF was called
-	dead    bool   // the Decoder is abandoned (Terminate, ERROR): input is discarded
-	discard []byte // where discarded input goes
+	heard bool
+	out   bool // RxBuf handed out a buffer: RxDone not yet called
+	ended bool // RxEOF was called
+	// eofPending: the peer's close arrived while TxBufs' octets were out;
+	// TxDone acts on it.
+	eofPending bool
+	dead       bool   // the Decoder is abandoned (Terminate, ERROR): input is discarded
+	discard    []byte // where discarded input goes
 
 	// The untagged message being received on QN 0.
 	sendActive bool
@@ -194,6 +197,19 @@ func (c *Core) RxEOF(err error) {
 		return
 	}
 	rx.ended = true
+	if err == nil && c.tx.out && !rx.d.Mid() && (c.state == StateRTS || c.state == StateClosing) {
+		// The peer's close may answer octets the socket accepted and
+		// TxDone has not reported yet: the work requests they finish
+		// complete first (a Send or Write completes when handed to TCP).
+		rx.eofPending = true
+		return
+	}
+	c.rxEnded(err)
+}
+
+// rxEnded acts on the end of the received stream (RxEOF).
+func (c *Core) rxEnded(err error) {
+	rx := &c.rx
 	switch {
 	case c.state == StateError:
 	case c.state == StateTerminate:

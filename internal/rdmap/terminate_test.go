@@ -625,3 +625,25 @@ func TestTerminateWhileWriteOut(t *testing.T) {
 	wantComps(t, poll(e.c), Completion{Queue: SendQueue, ID: 1, Status: StatusSuccess}, Completion{Queue: SendQueue, ID: 2, Status: StatusRemoteAccess},
 		Completion{Queue: RecvQueue, ID: 5, Status: StatusFlushed})
 }
+
+// TestPeerCloseWhileSendOut: the peer's close (its FIN) arrives while the
+// octets of a Send are handed out (TxBufs) and not yet reported written:
+// the Send, handed to TCP, completes with success at TxDone, and only then
+// does the QP go down with ErrPeerDisconnected.
+func TestPeerCloseWhileSendOut(t *testing.T) {
+	e := newTermEnv(t, defaults())
+	post(t, e.c, SendWR{ID: 1, Op: OpSend, Flags: Signaled, SGL: []SGE{{Region: e.sink, Len: 64}}})
+	n := 0
+	for _, b := range e.c.TxBufs(nil) {
+		n += len(b)
+	}
+	e.c.RxEOF(nil)
+	if e.c.State() != StateRTS || e.c.WantClose() {
+		t.Fatalf("state %v, close %v with the Send's octets handed out", e.c.State(), e.c.WantClose())
+	}
+	e.c.TxDone(n)
+	if e.c.State() != StateError || !errors.Is(e.c.Err(), ErrPeerDisconnected) {
+		t.Fatalf("after TxDone: state %v, error %v", e.c.State(), e.c.Err())
+	}
+	wantComps(t, poll(e.c), Completion{Queue: SendQueue, ID: 1, Status: StatusSuccess}, Completion{Queue: RecvQueue, ID: 5, Status: StatusFlushed})
+}

@@ -159,6 +159,11 @@ func (c *Core) TxDone(n int) {
 	}
 	c.advanceSQ()
 	c.runAtomics()
+	if c.rx.eofPending {
+		c.rx.eofPending = false
+		c.rxEnded(nil)
+		return
+	}
 	if c.termWritten && c.rx.ended {
 		c.toError(c.err) // the peer's stream ended before the Terminate went: nothing left to drain
 	}
