@@ -70,6 +70,31 @@ func (c *Core) advanceRecv() {
 	}
 }
 
+// stopDrains ends the waits of a QP in ERROR for invalidations that have
+// not drained: once its own buffers are released nothing of this QP can
+// hold them up, so what is left waits for another QP's lease (a Read
+// Response to a peer that does not read). A closed QP must not wait for
+// another QP's peer, so those WRs complete as flushed; the invalidation
+// itself goes on in internal/mem, and none of their buffers is touched.
+func (c *Core) stopDrains() {
+	for seq := c.sqDone; seq < c.sqTail; seq++ {
+		if e := c.entry(seq); e.inv != nil {
+			e.inv = nil
+			c.deferred--
+			e.complete, e.status, e.err = true, StatusFlushed, c.err
+		}
+	}
+	for i := 0; i < c.rcq.len(); i++ {
+		if p := c.rcq.at(i); p.inv != nil {
+			p.inv = nil
+			c.deferred--
+			p.comp = Completion{Queue: RecvQueue, ID: p.comp.ID, Op: OpRecv, Status: StatusFlushed, Err: c.err, Slot: p.comp.Slot}
+		}
+	}
+	c.advanceSQ()
+	c.advanceRecv()
+}
+
 // Poll appends the completions that are ready to dst, in order per queue,
 // and returns it. Each accepted work request completes exactly once.
 // After Close or Fail, the completions of the flush are returned only once
@@ -83,6 +108,9 @@ func (c *Core) Poll(dst []Completion) []Completion {
 	}
 	if c.state == StateError && (c.tx.out || c.rx.out) {
 		return dst
+	}
+	if c.state == StateError && c.deferred > 0 {
+		c.stopDrains()
 	}
 	dst = append(dst, c.out...)
 	clear(c.out)

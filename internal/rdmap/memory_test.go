@@ -430,3 +430,44 @@ func TestNoByteAfterDrain(t *testing.T) {
 		}
 	}
 }
+
+// otherQP is a lease holder that is not the Core under test: another QP
+// whose peer does not read.
+type otherQP struct{ revoked int }
+
+func (o *otherQP) Revoke(*mem.Region) { o.revoked++ }
+
+// TestCloseStopsWaitingForAnotherQPsLease: a received Send with Invalidate
+// waits for the invalidation to drain, and another QP's lease holds it up;
+// once this QP is closed and its own buffers are released it does not wait
+// for that other QP's peer: the receive completes as flushed (review 2,
+// finding 1), and the invalidation goes on.
+func TestCloseStopsWaitingForAnotherQPsLease(t *testing.T) {
+	c, p, table := single(t, defaults())
+	x := region(t, table, testPD, 4096, 1, mem.AccessRemoteRead|mem.AccessRemoteInvalidate)
+	other := &otherQP{}
+	if !x.Lease(x.Gen(), other) {
+		t.Fatal("lease")
+	}
+	g := x.Gen()
+	if _, err := c.PostRecv([]RecvWR{{ID: 7}, {ID: 8}}); err != nil {
+		t.Fatal(err)
+	}
+	rxAll(c, p.frame(untagged(4, true, stagOf(x), 0, 1, 0)), 1<<20)
+	if got := poll(c); len(got) != 0 {
+		t.Fatalf("the receive completed while another QP's lease holds the invalidation: %+v", got)
+	}
+	c.Close()
+	got := poll(c)
+	wantComps(t, got, Completion{Queue: RecvQueue, ID: 7, Status: StatusFlushed}, Completion{Queue: RecvQueue, ID: 8, Status: StatusFlushed})
+	if got[0].Flags != 0 {
+		t.Fatalf("after Close: %+v, want a plain flushed completion", got[0])
+	}
+	if x.Valid() {
+		t.Fatal("the invalidation was undone")
+	}
+	x.EndLease(g, other)
+	if got := poll(c); len(got) != 0 {
+		t.Fatalf("completions after the lease ended: %+v (each WR completes once)", got)
+	}
+}

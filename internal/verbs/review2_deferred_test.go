@@ -49,9 +49,6 @@ func sendInvalidateX(t *testing.T, a *end, pa *peer, x *mem.Region) {
 // outstanding work request has completed when it returns (and Done's,
 // that every WR was flushed); nothing bounds when these do.
 func TestReview2CloseReturnsBeforeDeferredCompletions(t *testing.T) {
-	if !*reviewFindings {
-		t.Skip("finding 1: Close and Done return before completions deferred on another QP's lease (needs the Core to stop waiting for drains when it flushes); run with -review.findings")
-	}
 	for _, side := range []string{"local-invalidate", "send-with-invalidate"} {
 		t.Run(side, func(t *testing.T) {
 			a, pa, b, x := sharedLease(t)
