@@ -84,8 +84,13 @@ func (s *startup) sendRTR(fc *fpdu.Conn, p *Params) error {
 // awaitFPDU reads one FPDU of the RTR exchange and checks it with check.
 // On a protocol error it sends the matching Terminate and closes; on a
 // Terminate from the peer or another error it closes. It returns the ULPDU
-// with the connection still open when check passes.
+// with the connection still open when check passes. Until the FPDU's
+// first bytes arrive it holds no receive buffer (see waitReadable): a peer
+// that never sends its RTR costs its connection no staging buffer.
 func (s *startup) awaitFPDU(fc *fpdu.Conn, p *Params, stage string, check func(*wire.ULPDU) error) (wire.ULPDU, error) {
+	if err := waitReadable(fc.NetConn()); err != nil {
+		return wire.ULPDU{}, s.fail(s.ioErr(stage, err))
+	}
 	var buf [rtrMaxULPDU]byte
 	u, err := readULPDU(fc.Reader(), &buf, rdmapVersion(p))
 	if err == nil {

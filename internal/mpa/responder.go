@@ -18,15 +18,22 @@ type Limits struct {
 	// Timeout bounds the wait for the Request when ctx has no earlier
 	// deadline (0 means DefaultResponderTimeout).
 	Timeout time.Duration
+	// Deadline, if not zero, bounds the whole Responder startup in place
+	// of Timeout: the wait for the Request, and then Accept's exchange
+	// (the RTR included) and Reject, which end at the earliest of it and
+	// their own bounds. A listener sets it to the moment it accepted the
+	// TCP connection plus its startup timeout.
+	Deadline time.Time
 }
 
 // Request is an MPA Request read by a Responder, waiting for the ULP's
 // Accept or Reject. Its Frame's private data belongs to it.
 type Request struct {
 	// Frame is the Request as received.
-	Frame Frame
-	nc    net.Conn
-	done  bool
+	Frame    Frame
+	nc       net.Conn
+	done     bool
+	deadline time.Time // Limits.Deadline, or zero
 }
 
 // Rev returns the Request's Rev (1 or 2).
@@ -46,8 +53,9 @@ var errRequestUsed = errors.New("connection request already accepted or rejected
 
 // ReadRequest runs the first half of the Responder's startup on nc, a
 // freshly accepted TCP connection: it reads exactly one MPA Request,
-// bounded by ctx and lim.Timeout (nil lim means the defaults), so that the
-// ULP can inspect it before calling Accept or Reject.
+// bounded by ctx and lim.Timeout or lim.Deadline (nil lim means the
+// defaults), so that the ULP can inspect it before calling Accept or
+// Reject.
 //
 // Garbage is closed on without a Reply (docs/spec/mpa.md "Which
 // reaction"): a bad key (ErrBadKey, also for a Reply key), an unknown Rev
@@ -59,11 +67,15 @@ func ReadRequest(ctx context.Context, nc net.Conn, lim *Limits) (*Request, error
 	if lim == nil {
 		lim = &Limits{}
 	}
-	timeout := lim.Timeout
-	if timeout <= 0 {
-		timeout = DefaultResponderTimeout
+	d := lim.Deadline
+	if d.IsZero() {
+		timeout := lim.Timeout
+		if timeout <= 0 {
+			timeout = DefaultResponderTimeout
+		}
+		d = time.Now().Add(timeout)
 	}
-	s := begin(ctx, nc, timeout)
+	s := beginUntil(ctx, nc, d)
 	f, err := s.readFrame(stageRequest, lim.MaxPrivateData)
 	if err != nil {
 		return nil, s.fail(err)
@@ -75,7 +87,7 @@ func ReadRequest(ctx context.Context, nc net.Conn, lim *Limits) (*Request, error
 		return nil, s.fail(ErrPipelined)
 	}
 	s.end()
-	return &Request{Frame: f, nc: nc}, nil
+	return &Request{Frame: f, nc: nc, deadline: lim.Deadline}, nil
 }
 
 // Accept completes the Responder's startup under cfg (nil means
@@ -90,9 +102,10 @@ func ReadRequest(ctx context.Context, nc net.Conn, lim *Limits) (*Request, error
 // Reply has R set and no private data, and the error says why. The first
 // FPDU must be the agreed RTR (a zero-length message of that type; STags
 // are not checked): anything else is answered with Terminate LLP 0x07
-// (ErrBadRTR) or the code of the violation found. Bounded by ctx and
-// cfg.Timeout; on every error after validating cfg the connection is
-// closed.
+// (ErrBadRTR) or the code of the violation found. Bounded by ctx,
+// cfg.Timeout and the Limits.Deadline the Request was read under; on every
+// error after validating cfg the connection is closed. The wait for the
+// RTR holds no receive buffer until the RTR's bytes arrive (on Linux).
 func (r *Request) Accept(ctx context.Context, cfg *Config) (*Conn, error) {
 	if r.done {
 		return nil, errRequestUsed
@@ -107,7 +120,7 @@ func (r *Request) Accept(ctx context.Context, cfg *Config) (*Conn, error) {
 		return nil, errConfigPD
 	}
 	r.done = true
-	s := begin(ctx, r.nc, cfg.timeout(false))
+	s := beginUntil(ctx, r.nc, r.until(cfg.timeout(false)))
 	s.maxULPDU = cfg.MaxULPDU
 	if pipelined(r.nc) {
 		return nil, s.fail(ErrPipelined)
@@ -147,7 +160,8 @@ func (r *Request) Accept(ctx context.Context, cfg *Config) (*Conn, error) {
 // the Request's Rev, and privateData (after a zero IRD/ORD block when the
 // Request was enhanced), then closes the connection. The Initiator gets a
 // *RejectError with privateData. The write is bounded by
-// DefaultResponderTimeout.
+// DefaultResponderTimeout and the Limits.Deadline the Request was read
+// under.
 func (r *Request) Reject(privateData []byte) error {
 	if r.done {
 		return errRequestUsed
@@ -164,9 +178,19 @@ func (r *Request) Reject(privateData []byte) error {
 	if r.Frame.Enhanced() {
 		hdr.Flags |= FlagEnhanced
 	}
-	s := begin(context.Background(), r.nc, DefaultResponderTimeout)
+	s := beginUntil(context.Background(), r.nc, r.until(DefaultResponderTimeout))
 	if err := s.write(appendFrameBlock(nil, hdr, &IRDORD{}, privateData)); err != nil {
 		return s.fail(err)
 	}
 	return s.fail(nil)
+}
+
+// until returns the deadline of a step that may take timeout from now: the
+// earlier of that and the Request's own deadline.
+func (r *Request) until(timeout time.Duration) time.Time {
+	d := time.Now().Add(timeout)
+	if !r.deadline.IsZero() && r.deadline.Before(d) {
+		return r.deadline
+	}
+	return d
 }

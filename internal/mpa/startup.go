@@ -66,8 +66,13 @@ var past = time.Unix(1, 0)
 // begin sets nc's deadline to the earlier of ctx's and now+timeout, and
 // arranges for a cancellation of ctx to abort blocked I/O.
 func begin(ctx context.Context, nc net.Conn, timeout time.Duration) *startup {
+	return beginUntil(ctx, nc, time.Now().Add(timeout))
+}
+
+// beginUntil is begin with an absolute deadline d (the earlier of d and
+// ctx's deadline applies).
+func beginUntil(ctx context.Context, nc net.Conn, d time.Time) *startup {
 	s := &startup{ctx: ctx, nc: nc, fired: make(chan struct{})}
-	d := time.Now().Add(timeout)
 	if cd, ok := ctx.Deadline(); ok && !cd.After(d) {
 		d, s.ctxBound = cd, true
 	}
