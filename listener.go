@@ -107,6 +107,7 @@ func NewListener(ln net.Listener, cfg *ListenConfig) *Listener {
 	if l.cfg.MaxConnections == 0 {
 		l.cfg.MaxConnections = DefaultMaxConnections
 	}
+	deferAccept(ln, l.cfg.StartupTimeout)
 	l.wg.Add(1)
 	go l.acceptLoop()
 	return l

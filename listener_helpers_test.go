@@ -93,12 +93,16 @@ func readReply(c net.Conn) error {
 type heldConn struct {
 	net.Conn
 	release <-chan struct{}
-	from    int // the first write held, counted from 1
+	from    int    // the first write held, counted from 1
+	onHold  func() // if set, called when the first write is held
 	writes  int
 }
 
 func (h *heldConn) Write(b []byte) (int, error) {
 	if h.writes++; h.writes >= h.from {
+		if h.writes == h.from && h.onHold != nil {
+			h.onHold()
+		}
 		<-h.release
 	}
 	return h.Conn.Write(b)
@@ -109,12 +113,17 @@ func (h *heldConn) Write(b []byte) (int, error) {
 // (no RTR) its Request. It returns the connection (for the test to close)
 // or the startup's error.
 func connectHeld(ctx context.Context, nc net.Conn, release <-chan struct{}, rev1 bool) (*mpa.Conn, error) {
+	return connectHeldNotify(ctx, nc, release, rev1, nil)
+}
+
+// connectHeldNotify is connectHeld calling onHold when the write is held.
+func connectHeldNotify(ctx context.Context, nc net.Conn, release <-chan struct{}, rev1 bool, onHold func()) (*mpa.Conn, error) {
 	cfg := mpa.DefaultConfig()
 	from := 2
 	if rev1 {
 		cfg.Rev, cfg.P2P, from = mpa.Rev1, false, 1
 	}
-	return mpa.Connect(ctx, &heldConn{Conn: nc, release: release, from: from}, cfg)
+	return mpa.Connect(ctx, &heldConn{Conn: nc, release: release, from: from, onHold: onHold}, cfg)
 }
 
 // acceptor answers every request of a Listener with ConnRequest.Accept,
@@ -131,10 +140,11 @@ type acceptor struct {
 	failures              atomic.Int64
 	errs                  chan error // every Accept's result, if not nil
 
-	mu   sync.Mutex
-	qps  []*iwarp.QP // all
-	idle []*iwarp.QP // free for an Accept
-	wg   sync.WaitGroup
+	mu      sync.Mutex
+	qps     []*iwarp.QP   // all
+	idle    []*iwarp.QP   // free for an Accept
+	changed chan struct{} // closed (and replaced) when an Accept ends
+	wg      sync.WaitGroup
 }
 
 func newAcceptor(t testing.TB) *acceptor {
@@ -143,7 +153,33 @@ func newAcceptor(t testing.TB) *acceptor {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &acceptor{t: t, dev: dev, pd: pd}
+	return &acceptor{t: t, dev: dev, pd: pd, changed: make(chan struct{})}
+}
+
+// ended tells waitFor that an Accept ended.
+func (a *acceptor) ended() {
+	a.mu.Lock()
+	close(a.changed)
+	a.changed = make(chan struct{})
+	a.mu.Unlock()
+}
+
+// waitFor waits until cond holds, looking again each time an Accept
+// ends, and reports false if ctx ends first.
+func (a *acceptor) waitFor(ctx context.Context, cond func() bool) bool {
+	for {
+		a.mu.Lock()
+		ch := a.changed
+		a.mu.Unlock()
+		if cond() {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return cond()
+		}
+	}
 }
 
 // qp returns an idle QP.
@@ -196,6 +232,7 @@ func (a *acceptor) accept(ctx context.Context, req *iwarp.ConnRequest, opts *iwa
 	raise(&a.maxInAccept, a.inAccept.Add(1))
 	err = req.Accept(ctx, qp, opts)
 	a.inAccept.Add(-1)
+	defer a.ended()
 	if err != nil {
 		a.failures.Add(1)
 		if a.errs != nil {
