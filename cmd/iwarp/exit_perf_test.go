@@ -33,6 +33,8 @@ func TestPerfExitCodes(t *testing.T) {
 		{name: "perftest loopback", args: perfArgs("-perftest", "-op", "read", "-mode", "lat", "-size", "8", "-n", "20"), code: exitOK, out: "ib_read_lat: done"},
 		{name: "-h", args: perfArgs("-h"), code: exitOK, out: "usage: iwarp perf [options]"},
 		{name: "help perf", args: []string{"help", "perf"}, code: exitOK, out: "-vs-tcp"},
+		{name: "-h: 10,000 idle QPs", args: perfArgs("-h"), code: exitOK, out: "idle connected QPs for the memory target (a file descriptor each in both processes) (default 10000)"},
+		{name: "-h: the targets", args: perfArgs("-h"), code: exitOK, out: "write, cpu, write-crc, cpu-crc, read, read-crc, send64, send64-crc, write-imm-lat, fetchadd-lat, resp-lat, rate16, qps, allocs, idle, extra (default: all)"},
 		// Failure: no server there.
 		{name: "no server", args: perfArgs("-c", dead, "-op", "write", "-mode", "bw", "-size", "64", "-n", "10"), code: exitFail, errOut: "iwarp perf: write bw 64 B: "},
 		{name: "no server, HOST", args: perfArgs(dead, "-op", "send", "-mode", "lat", "-n", "10"), code: exitFail, errOut: "iwarp perf: send lat 65536 B: "},
@@ -40,7 +42,8 @@ func TestPerfExitCodes(t *testing.T) {
 		// Nothing to do: a selection that matches nothing.
 		{name: "unknown operation", args: perfArgs("-op", "nosuch"), code: exitUsage, errOut: `-op nosuch: unknown operation "nosuch" (have send, write,`},
 		{name: "no operation", args: perfArgs("-op", ""), code: exitUsage, errOut: `unknown operation ""`},
-		{name: "unknown target", args: perfArgs("-vs-tcp", "-targets", "write,nosuch"), code: exitUsage, errOut: `-targets write,nosuch: unknown target "nosuch" (have write, write-crc,`},
+		{name: "unknown target", args: perfArgs("-vs-tcp", "-targets", "write,nosuch"), code: exitUsage, errOut: `-targets write,nosuch: unknown target "nosuch" (have write, cpu, write-crc,`},
+		{name: "target misspelt", args: perfArgs("-vs-tcp", "-targets", "resp-lat,rate-16"), code: exitUsage, errOut: `-targets resp-lat,rate-16: unknown target "rate-16" (have write, cpu, write-crc, cpu-crc, read, read-crc, send64, send64-crc, write-imm-lat, fetchadd-lat, resp-lat, rate16, qps, allocs, idle, extra)`},
 		{name: "unknown mode", args: perfArgs("-mode", "bw,x"), code: exitUsage, errOut: `-mode bw,x: unknown mode "x"`},
 		{name: "perftest operation", args: perfArgs("-perftest", "-op", "fetchadd"), code: exitUsage, errOut: "-op fetchadd: must be write, send or read"},
 		// Bad flags: the wrong one is named.
@@ -56,6 +59,7 @@ func TestPerfExitCodes(t *testing.T) {
 		{name: "-pairs 0", args: perfArgs("-vs-tcp", "-pairs", "0"), code: exitUsage, errOut: "-pairs 0: must be between 1 and 1000"},
 		{name: "-trial 0", args: perfArgs("-vs-tcp", "-trial", "0s"), code: exitUsage, errOut: "-trial 0s: must be positive"},
 		{name: "-idleqps 0", args: perfArgs("-vs-tcp", "-idleqps", "0"), code: exitUsage, errOut: "-idleqps 0: must be between 1 and 100000"},
+		{name: "-idleqps too many", args: perfArgs("-vs-tcp", "-idleqps", "100001"), code: exitUsage, errOut: "-idleqps 100001: must be between 1 and 100000"},
 		{name: "-loadqps", args: perfArgs("-vs-tcp", "-loadqps", "4097"), code: exitUsage, errOut: "-loadqps 4097: must be between 1 and 4096"},
 		{name: "-p out of range", args: perfArgs("-c", "-p", "70000"), code: exitUsage, errOut: "-p 70000: must be between 0 and 65535"},
 		{name: "-p 0 for a client", args: perfArgs("-c", "-p", "0"), code: exitUsage, errOut: "-p 0: a client needs the server's port"},

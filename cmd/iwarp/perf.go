@@ -73,7 +73,7 @@ func newPerfFlags(stdout, stderr io.Writer) *perfFlags {
 	p.BoolVar(&p.vsTCP, "vs-tcp", false, "compare with raw TCP: interleaved pairs, ratios, the targets of docs/performance.md")
 	p.IntVar(&p.pairs, "pairs", 5, "-vs-tcp: interleaved pairs per target (median of per-pair ratios)")
 	p.DurationVar(&p.trial, "trial", 2*time.Second, "-vs-tcp: duration of each trial")
-	p.IntVar(&p.idleQPs, "idleqps", 1000, "-vs-tcp: idle connected QPs for the memory target")
+	p.IntVar(&p.idleQPs, "idleqps", 10000, "-vs-tcp: idle connected QPs for the memory target (a file descriptor each in both processes)")
 	p.IntVar(&p.loadQPs, "loadqps", 64, "-vs-tcp: QPs writing at once for the aggregate target")
 	p.StringVar(&p.targets, "targets", "", "-vs-tcp: targets to run, comma-separated: "+strings.Join(perf.TargetKeys, ", ")+" (default: all)")
 	p.BoolVar(&p.perftest, "perftest", false, "speak perftest 4.5's protocol (see above)")

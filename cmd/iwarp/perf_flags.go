@@ -98,7 +98,7 @@ func (p *perfFlags) checkNumbers(mode string) bool {
 	}{
 		{"p", p.port, 0, 65535}, {"size", p.size, 1, perf.MaxSize}, {"min", p.minSize, 1, perf.MaxSize},
 		{"max", p.maxSize, 1, perf.MaxSize}, {"n", p.iters, minIters, perfMaxIters}, {"q", p.depth, 1, perf.MaxDepth},
-		{"qps", p.qps, 1, perf.MaxDepth}, {"pairs", p.pairs, 1, 1000}, {"idleqps", p.idleQPs, 1, 100_000},
+		{"qps", p.qps, 1, perf.MaxDepth}, {"pairs", p.pairs, 1, 1000}, {"idleqps", p.idleQPs, 1, perf.MaxIdleQPs},
 		{"loadqps", p.loadQPs, 1, perf.MaxDepth},
 	} {
 		if set(c.name) && !p.checkInt(c.name, int64(c.v), c.lo, c.hi) {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -110,9 +112,13 @@ func TestPerfSweepTableAndChart(t *testing.T) {
 // FAIL makes the run exit 1 (runPerfJSON checks that).
 func TestPerfVsTCPPlumbing(t *testing.T) {
 	run := runPerfJSON(t, true, "-vs-tcp", "-pairs", "1", "-trial", "20ms", "-idleqps", "4", "-loadqps", "2")
-	want := []string{"RDMA Write 1 MiB, CRC off", "RDMA Write 1 MiB, CRC on", "RDMA Read 1 MiB, CRC off", "64 B Sends, depth 512, CRC off",
-		"64 B Sends, depth 512, CRC on", "8 B Write-with-Imm ping-pong RTT median", "8 B Write-with-Imm ping-pong RTT p99",
-		"FetchAdd RTT median", "FetchAdd RTT p99", "2 QPs writing 1 MiB, total", "allocations per operation, every operation", "memory per idle QP (4 QPs)"}
+	want := []string{"RDMA Write 1 MiB, CRC off", "CPU s/GB, 1 MiB Writes, CRC off", "RDMA Write 1 MiB, CRC on", "CPU s/GB, 1 MiB Writes, CRC on",
+		"RDMA Read 1 MiB, CRC off", "64 B Sends, depth 512, CRC off", "64 B Sends, depth 512, CRC on",
+		"8 B Write-with-Imm ping-pong RTT median", "8 B Write-with-Imm ping-pong RTT p99", "FetchAdd RTT median", "FetchAdd RTT p99",
+		"8 B Read after the responder's CQ wait, p99", "8 B Read after the responder's CQ wait, max",
+		"FetchAdd after the responder's CQ wait, p99", "FetchAdd after the responder's CQ wait, max",
+		"8 B Reads, one QP, 16 in flight", "FetchAdds, one QP, 16 in flight",
+		"2 QPs writing 1 MiB, total", "allocations per operation, every operation", "memory per idle QP (4 QPs)"}
 	got := map[string]perf.Verdict{}
 	for _, tv := range run.Targets {
 		got[tv.Name] = tv
@@ -137,6 +143,19 @@ func TestPerfVsTCPPlumbing(t *testing.T) {
 	}
 	if tcp == 0 || ours == 0 || len(run.Extra) == 0 {
 		t.Errorf("%d raw TCP and %d iWARP results, %d extra lines", tcp, ours, len(run.Extra))
+	}
+	var extras []string
+	for _, e := range run.Extra {
+		extras = append(extras, e.Name)
+	}
+	wantExtra := []string{"8 B Writes, one QP, 16 in flight", "CPU s/GB write 1 MiB, CRC off"}
+	if runtime.GOOS == "linux" { // descriptors are counted in /proc
+		wantExtra = append(wantExtra, "file descriptors per idle QP")
+	}
+	for _, name := range wantExtra {
+		if !slices.Contains(extras, name) {
+			t.Errorf("no %q among the extra lines %q", name, extras)
+		}
 	}
 }
 

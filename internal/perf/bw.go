@@ -266,7 +266,6 @@ func (ep *Endpoint) runBW(ctx context.Context, op Op, size int, cfg *Config, pro
 			serverEnd = reports[i].sys
 		}
 		srvBase = max(srvBase, reports[i].sys.base) // the last connection set up
-
 	}
 	if op.consumesRecv() && res.ServerRecvs != res.Ops+warm*uint64(len(qps)) {
 		return res, fmt.Errorf("%v: the server received %d messages, %d were sent", op, res.ServerRecvs, res.Ops+warm*uint64(len(qps)))
@@ -277,6 +276,8 @@ func (ep *Endpoint) runBW(ctx context.Context, op Op, size int, cfg *Config, pro
 	serverEnd.base = srvBase
 	res.setRates(end.Sub(start))
 	res.setCPU(before, after, serverStart, serverEnd)
+	// The server's counters start at its accept: they cover the warm-up too.
+	res.setPerGB(res.Ops + warm*uint64(len(qps)))
 	return res, nil
 }
 

@@ -143,20 +143,26 @@ func (c *conn) finish(ctx context.Context) (report, error) {
 
 // stat asks the server for its counters after a garbage collection.
 func (ep *Endpoint) stat(ctx context.Context) (sysSnapshot, error) {
+	r, err := ep.query(ctx, 0)
+	return r.sys, err
+}
+
+// query asks the server for its counters after a garbage collection, its
+// file descriptors and its idle QPs; flags may be flagRelease.
+func (ep *Endpoint) query(ctx context.Context, flags uint8) (reply, error) {
 	qp, cq, err := ep.tinyQP()
 	if err != nil {
-		return sysSnapshot{}, err
+		return reply{}, err
 	}
 	defer cq.Close()
 	defer qp.Close()
-	d := desc{op: opStat, batch: 1}
+	d := desc{op: opStat, flags: flags, batch: 1}
 	err = qp.Connect(ctx, "tcp", ep.iwarpAddr, &iwarp.ConnOptions{PrivateData: d.encode()})
 	var rej *iwarp.RejectedError
 	if !errors.As(err, &rej) {
-		return sysSnapshot{}, fmt.Errorf("stat: %v", err)
+		return reply{}, fmt.Errorf("stat: %v", err)
 	}
-	r, err := decodeReply(rej.PrivateData)
-	return r.sys, err
+	return decodeReply(rej.PrivateData)
 }
 
 func (ep *Endpoint) tinyQP() (*iwarp.QP, *iwarp.CQ, error) {

@@ -29,13 +29,16 @@ type Config struct {
 
 // Bounds of a Config's values.
 const (
-	MaxSize  = 64 << 20 // the largest message size
-	MaxDepth = 4096     // the most work requests in flight, and QPs per test
+	MaxSize    = 64 << 20 // the largest message size
+	MaxDepth   = 4096     // the most work requests in flight, and QPs per test
+	MaxIdleQPs = 100_000  // the most idle QPs of the memory target
 )
 
 // TargetKeys are the keys of RunVsTCP's targets, in the order they run.
-var TargetKeys = []string{"write", "write-crc", "read", "read-crc", "send64", "send64-crc",
-	"write-imm-lat", "fetchadd-lat", "qps", "allocs", "idle", "extra"}
+// cpu and cpu-crc are judged on the pairs of write and write-crc (either
+// key runs them).
+var TargetKeys = []string{"write", "cpu", "write-crc", "cpu-crc", "read", "read-crc", "send64", "send64-crc",
+	"write-imm-lat", "fetchadd-lat", "resp-lat", "rate16", "qps", "allocs", "idle", "extra"}
 
 // ParseTargets parses a comma-separated list of target keys ("" is all,
 // nil).
@@ -71,7 +74,7 @@ func ParseModes(s string) ([]string, error) {
 // check reports a configuration no run can use.
 func (c *Config) check(vsTCP bool) error {
 	switch {
-	case vsTCP && (c.Pairs < 1 || c.Trial <= 0 || c.IdleQPs < 1 || c.LoadQPs < 1 || c.LoadQPs > MaxDepth):
+	case vsTCP && (c.Pairs < 1 || c.Trial <= 0 || c.IdleQPs < 1 || c.IdleQPs > MaxIdleQPs || c.LoadQPs < 1 || c.LoadQPs > MaxDepth):
 		return fmt.Errorf("bad comparison settings: %d pairs of %v trials, %d idle QPs, %d loaded QPs", c.Pairs, c.Trial, c.IdleQPs, c.LoadQPs)
 	case vsTCP:
 		return nil

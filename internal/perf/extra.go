@@ -21,7 +21,7 @@ func (v *vsTCP) allocTarget(ctx context.Context) (Verdict, error) {
 	t := Verdict{Name: "allocations per operation, every operation", Goal: "0 (< 0.01 measured)", Unit: "allocs/op"}
 	ops, _ := ParseOps("all")
 	worst := ""
-	cfg := v.with(false, 32, 1)
+	cfg := v.with(false, 32, 1, 0)
 	cfg.Duration = max(v.cfg.Trial/4, time.Millisecond)
 	for _, op := range ops {
 		for _, mode := range []string{"bw", "lat"} {
@@ -55,57 +55,6 @@ func (v *vsTCP) allocTarget(ctx context.Context) (Verdict, error) {
 	return t, nil
 }
 
-// idleTarget connects cfg.IdleQPs idle QPs (their peers in the server
-// process) and reports the resident memory growth per QP of both
-// processes after garbage collection, and the connection rate.
-func (v *vsTCP) idleTarget(ctx context.Context) (Verdict, []Extra, error) {
-	n := v.cfg.IdleQPs
-	t := Verdict{Name: fmt.Sprintf("memory per idle QP (%d QPs)", n), Goal: "<= 64 KiB", Unit: "KiB/QP"}
-	srvBefore, err := v.ep.stat(ctx)
-	if err != nil {
-		return t, nil, err
-	}
-	before := takeSnapshot(true)
-	conns := make([]*conn, 0, n)
-	defer func() {
-		for _, c := range conns {
-			c.close()
-		}
-	}()
-	start := time.Now()
-	for range n {
-		c, err := v.ep.dial(ctx, desc{op: opIdle, batch: 1, flags: flagCRC}, 0, 64, 64)
-		if err != nil {
-			return t, nil, fmt.Errorf("after %d QPs: %w", len(conns), err)
-		}
-		conns = append(conns, c)
-	}
-	setup := time.Since(start)
-	time.Sleep(100 * time.Millisecond) // let the server finish its side
-	after := takeSnapshot(true)
-	srvAfter, err := v.ep.stat(ctx)
-	if err != nil {
-		return t, nil, err
-	}
-	perQP := func(a, b sysSnapshot) float64 { return (float64(b.rss) - float64(a.rss)) / float64(n) / 1024 }
-	client, server := perQP(before, after), perQP(srvBefore, srvAfter)
-	t.Value = client
-	t.Values = []float64{client}
-	t.Ours = fmt.Sprintf("client %.1f KiB", client)
-	t.Raw = fmt.Sprintf("server %.1f KiB", server)
-	t.Verdict = VerdictPass
-	if max(client, server) > 64 {
-		t.Verdict = VerdictFail
-	}
-	t.Value = max(client, server)
-	extra := []Extra{
-		{"connections set up per second", fmt.Sprintf("%.0f/s (%d sequential Connect+Accept, MPA, CRC asked, P2P)", float64(n)/setup.Seconds(), n)},
-		{"RSS per idle QP", fmt.Sprintf("client %.1f KiB, server %.1f KiB (after GC, goroutine stacks included)", client, server)},
-	}
-	fmt.Fprintf(v.w, "  %-14s %d QPs: client %.1f KiB/QP, server %.1f KiB/QP, %.0f connections/s\n", "idle", n, client, server, float64(n)/setup.Seconds())
-	return t, extra, nil
-}
-
 // extras reports CPU per GB from the pairs already run, and latency under
 // load.
 func (v *vsTCP) extras(ctx context.Context) ([]Extra, error) {
@@ -117,10 +66,10 @@ func (v *vsTCP) extras(ctx context.Context) ([]Extra, error) {
 	// wakes more often, when less arrives (docs/performance.md, "CRC on").
 	cpu := func(op, transport string, crc bool) (both, client, server, mbps []float64) {
 		for _, r := range v.run.Results {
-			if r.Op == op && r.Transport == transport && r.Size == 1<<20 && r.Mode == "bw" && r.QPs == 1 && (transport == "tcp" || r.CRC == crc) {
-				gb := float64(r.Ops) * float64(r.Size) / 1e9
+			if r.Op == op && r.Transport == transport && r.Size == 1<<20 && r.Mode == "bw" && r.QPs == 1 && (transport == "tcp" || (r.CRC == crc && r.Depth == 8)) {
+				c := r.ClientCPU / (float64(r.Ops) * float64(r.Size) / 1e9)
 				both = append(both, r.CPUSecPerGB)
-				client, server = append(client, r.ClientCPU/gb), append(server, r.ServerCPU/gb)
+				client, server = append(client, c), append(server, r.CPUSecPerGB-c)
 				mbps = append(mbps, r.MBps)
 			}
 		}
@@ -136,7 +85,7 @@ func (v *vsTCP) extras(ctx context.Context) ([]Extra, error) {
 			continue
 		}
 		mo, mr := bench.Median(o), bench.Median(r)
-		out = append(out, Extra{"CPU s/GB " + c.name, fmt.Sprintf("ours %.3f (client %.3f, server %.3f) at %.0f MB/s, raw TCP %.3f (%.3f, %.3f) at %.0f MB/s, ratio %.2fx",
+		out = append(out, Extra{"CPU s/GB " + c.name, fmt.Sprintf("ours %.3f (client %.3f, server %.3f) at %.0f MB/s, raw TCP %.3f (%.3f, %.3f) at %.0f MB/s, ratio of the medians %.2fx",
 			mo, bench.Median(oc), bench.Median(osv), bench.Median(om), mr, bench.Median(rc), bench.Median(rs), bench.Median(rm), finite(mo/mr))})
 	}
 	// Latency under load: an 8-byte ping-pong while another connection
@@ -157,13 +106,13 @@ func (v *vsTCP) extras(ctx context.Context) ([]Extra, error) {
 		}
 		return r, err
 	}
-	long := v.with(false, 4, 1)
+	long := v.with(false, 4, 1, 0)
 	long.Duration = v.cfg.Trial + v.cfg.Trial/5
 	quiet := &progress{}
 	ours, err := loaded(func(ctx context.Context) (Result, error) {
 		return v.ep.runBW(ctx, Write, 1<<20, long, quiet)
 	}, func(ctx context.Context) (Result, error) {
-		return v.ep.runLat(ctx, WriteImm, 8, v.with(false, 1, 1), quiet, v.samples)
+		return v.ep.runLat(ctx, WriteImm, 8, v.with(false, 1, 1, 0), quiet, v.samples)
 	})
 	if err != nil {
 		return nil, err
@@ -171,7 +120,7 @@ func (v *vsTCP) extras(ctx context.Context) ([]Extra, error) {
 	raw, err := loaded(func(ctx context.Context) (Result, error) {
 		return v.ep.runTCPStream(ctx, 1<<20, false, long, quiet)
 	}, func(ctx context.Context) (Result, error) {
-		return v.ep.runTCPPingPong(ctx, 8, v.with(false, 1, 1), quiet, v.samples)
+		return v.ep.runTCPPingPong(ctx, 8, v.with(false, 1, 1, 0), quiet, v.samples)
 	})
 	if err != nil {
 		return nil, err

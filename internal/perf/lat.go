@@ -110,38 +110,54 @@ func (ep *Endpoint) runLat(ctx context.Context, op Op, size int, cfg *Config, pr
 		return res, err
 	}
 	defer l.c.close()
+	err = timeLat(ctx, l.c, &res, prog, cfg, samples, nil, func() error { return l.once(ctx) })
+	return res, err
+}
+
+// timeLat samples the round trips of once on c (sampleRoundTrips, with
+// prelude before each), ends the test with the server's report and fills
+// res with the statistics.
+func timeLat(ctx context.Context, c *conn, res *Result, prog *progress, cfg *Config, samples []time.Duration, prelude, once func() error) error {
 	before := takeSnapshot(false)
-	k, elapsed, err := sampleRoundTrips(fmt.Sprintf("%s lat %d B", op, res.Size), prog, cfg, samples, func() error { return l.once(ctx) })
+	k, elapsed, err := sampleRoundTrips(fmt.Sprintf("%s lat %d B", res.Op, res.Size), prog, cfg, samples, prelude, once)
 	after := takeSnapshot(false)
 	if err != nil {
-		return res, err
+		return err
 	}
-	if err := l.c.postCtrl(0); err != nil {
-		return res, err
+	if err := c.postCtrl(0); err != nil {
+		return err
 	}
-	rep, err := l.c.finish(ctx)
+	rep, err := c.finish(ctx)
 	if err != nil {
-		return res, err
+		return err
 	}
 	res.Ops = uint64(k)
 	res.ServerRecvs = rep.recvs
 	if rep.seqErr != 0 {
-		return res, fmt.Errorf("%v: %d messages out of sequence at the server", op, rep.seqErr)
+		return fmt.Errorf("%s: %d messages out of sequence at the server", res.Op, rep.seqErr)
 	}
 	res.setRates(elapsed)
-	res.setCPU(before, after, l.c.start, rep.sys)
+	res.setCPU(before, after, c.start, rep.sys)
 	res.Lat = bench.Summarize(samples[:k])
-	return res, nil
+	return nil
 }
 
-// sampleRoundTrips warms up with latWarmup calls of once, then times
-// round trips back to back — each sample is the time since the previous one
-// ended — until samples is full, cfg.Iters were taken or, without an
-// iteration count, cfg.Duration has passed. It shows the progress line
-// meanwhile and returns how many samples it took and the time they took.
-// The latency runs of both transports (ours and raw TCP) use it.
-func sampleRoundTrips(label string, prog *progress, cfg *Config, samples []time.Duration, once func() error) (int, time.Duration, error) {
+// sampleRoundTrips warms up with latWarmup calls of prelude (if any) and
+// once, then times calls of once until samples is full, cfg.Iters were
+// taken or, without an iteration count, cfg.Duration has passed. Without a
+// prelude the round trips are timed back to back — each sample is the time
+// since the previous one ended; with one, prelude runs untimed before each
+// call of once and the sample is that call alone. It shows the progress
+// line meanwhile and returns how many samples it took and the time the
+// whole loop took. The latency runs of both transports (ours and raw TCP)
+// use it.
+func sampleRoundTrips(label string, prog *progress, cfg *Config, samples []time.Duration, prelude, once func() error) (int, time.Duration, error) {
 	for range latWarmup {
+		if prelude != nil {
+			if err := prelude(); err != nil {
+				return 0, 0, err
+			}
+		}
 		if err := once(); err != nil {
 			return 0, 0, err
 		}
@@ -158,6 +174,12 @@ func sampleRoundTrips(label string, prog *progress, cfg *Config, samples []time.
 	t0 := start
 	k := 0
 	for k < n {
+		if prelude != nil {
+			if err := prelude(); err != nil {
+				return k, time.Since(start), err
+			}
+			t0 = time.Now()
+		}
 		if err := once(); err != nil {
 			return k, time.Since(start), err
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"image/png"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -102,7 +103,25 @@ func TestRunTests(t *testing.T) {
 // TCP results beside ours.
 func TestRunVsTCPPlumbing(t *testing.T) {
 	ep := startServer(t)
-	cfg := &Config{Pairs: 2, Trial: 20 * time.Millisecond, IdleQPs: 2, LoadQPs: 2, Targets: []string{"write", "fetchadd-lat"}}
+	run, names, out := runPairTargets(t, ep, "write", "fetchadd-lat")
+	want := []string{"RDMA Write 1 MiB, CRC off", "FetchAdd RTT median", "FetchAdd RTT p99"}
+	if !slices.Equal(names, want) {
+		t.Errorf("targets %q, want %q", names, want)
+	}
+	if len(run.Results) != 8 || !strings.Contains(out, "targets (medians;") {
+		t.Errorf("%d results (want 4 pairs of 2)\n%s", len(run.Results), out)
+	}
+	if _, err := RunVsTCP(context.Background(), ep, &Config{Pairs: 1, Trial: time.Millisecond, IdleQPs: 1, LoadQPs: 1, Targets: []string{"nosuch"}}, io.Discard); err == nil {
+		t.Error("an unknown target was run")
+	}
+}
+
+// runPairTargets runs pair targets on tiny settings (2 pairs of 20 ms, 2
+// QPs for qps) against ep and checks that each was judged on both pairs.
+// It returns the run, the targets' names and the output.
+func runPairTargets(t *testing.T, ep *Endpoint, targets ...string) (*Run, []string, string) {
+	t.Helper()
+	cfg := &Config{Pairs: 2, Trial: 20 * time.Millisecond, IdleQPs: 2, LoadQPs: 2, Targets: targets}
 	var out bytes.Buffer
 	run, err := RunVsTCP(context.Background(), ep, cfg, &out)
 	if err != nil {
@@ -115,16 +134,7 @@ func TestRunVsTCPPlumbing(t *testing.T) {
 			t.Errorf("%s: verdict %q, %d pair values", v.Name, v.Verdict, len(v.Values))
 		}
 	}
-	want := []string{"RDMA Write 1 MiB, CRC off", "FetchAdd RTT median", "FetchAdd RTT p99"}
-	if !slices.Equal(names, want) {
-		t.Errorf("targets %q, want %q", names, want)
-	}
-	if len(run.Results) != 8 || !strings.Contains(out.String(), "targets (medians;") {
-		t.Errorf("%d results (want 4 pairs of 2)\n%s", len(run.Results), &out)
-	}
-	if _, err := RunVsTCP(context.Background(), ep, &Config{Pairs: 1, Trial: time.Millisecond, IdleQPs: 1, LoadQPs: 1, Targets: []string{"nosuch"}}, &out); err == nil {
-		t.Error("an unknown target was run")
-	}
+	return run, names, out.String()
 }
 
 func TestFailed(t *testing.T) {
@@ -142,7 +152,11 @@ func TestFailed(t *testing.T) {
 func TestTargetKeys(t *testing.T) {
 	var keys []string
 	for _, s := range (&vsTCP{cfg: &Config{LoadQPs: 1}}).specs() {
-		keys = append(keys, s.key)
+		for _, m := range s.metrics {
+			if !slices.Contains(keys, m.key) {
+				keys = append(keys, m.key)
+			}
+		}
 	}
 	keys = append(keys, "allocs", "idle", "extra")
 	if !slices.Equal(keys, TargetKeys) {

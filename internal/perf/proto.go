@@ -18,15 +18,17 @@ import (
 const (
 	magic     = 'P'
 	descLen   = 40
-	replyLen  = 48
+	replyLen  = 72
 	reportLen = 64
 	maxRecv   = 1024 // receives the server keeps posted at most
 )
 
 // Descriptor flags.
 const (
-	flagLat = 1 << iota // a latency test: the server echoes
-	flagCRC             // CRC on (both sides ask, or neither)
+	flagLat     = 1 << iota // a latency test: the server echoes
+	flagCRC                 // CRC on (both sides ask, or neither)
+	flagRelease             // a stat that first closes the server's idle QPs (idle.go)
+	flagAway                // resp-lat: after every second answer the server stays away from its CQ a while (resplat.go)
 )
 
 // desc is what the client asks the server to set up.
@@ -67,15 +69,25 @@ func decodeDesc(b []byte) (desc, error) {
 	return d, nil
 }
 
-// reply is the server's MPA Reply: its buffer and its counters.
+// reply is the server's MPA Reply: its buffer and its counters; the
+// answer to a stat also has its file descriptors and idle QPs.
 type reply struct {
 	remote iwarp.RemoteBuffer
 	sys    sysSnapshot
+	fds    fdUse
+	idle   uint64 // idle QPs the server holds
 }
+
+// fdUse is a process's file descriptors: open, and the most it may open
+// (0: unknown).
+type fdUse struct{ open, limit uint64 }
 
 func (r *reply) encode() []byte {
 	b, _ := r.remote.MarshalBinary()
-	return r.sys.appendTo(b)
+	b = r.sys.appendTo(b)
+	b = binary.BigEndian.AppendUint64(b, r.fds.open)
+	b = binary.BigEndian.AppendUint64(b, r.fds.limit)
+	return binary.BigEndian.AppendUint64(b, r.idle)
 }
 
 func decodeReply(b []byte) (reply, error) {
@@ -87,6 +99,8 @@ func decodeReply(b []byte) (reply, error) {
 		return r, err
 	}
 	r.sys = decodeSysSnapshot(b[16:])
+	r.fds = fdUse{open: binary.BigEndian.Uint64(b[48:]), limit: binary.BigEndian.Uint64(b[56:])}
+	r.idle = binary.BigEndian.Uint64(b[64:])
 	return r, nil
 }
 

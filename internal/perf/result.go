@@ -51,9 +51,7 @@ func (r *Result) setCPU(before, after, srvBefore, srvAfter sysSnapshot) {
 	if srvAfter.cpuNS >= srvBefore.cpuNS {
 		r.ServerCPU = float64(srvAfter.cpuNS-srvBefore.cpuNS) / 1e9
 	}
-	if gb := float64(r.Ops) * float64(r.Size) / 1e9; gb > 0 {
-		r.CPUSecPerGB = (r.ClientCPU + r.ServerCPU) / gb
-	}
+	r.setPerGB(r.Ops)
 	if r.Ops > 0 {
 		r.ClientAllocsPerOp = float64(after.mallocs-before.mallocs) / float64(r.Ops)
 		base := srvBefore.mallocs
@@ -63,5 +61,17 @@ func (r *Result) setCPU(before, after, srvBefore, srvAfter sysSnapshot) {
 		if srvAfter.mallocs >= base {
 			r.ServerAllocsPerOp = float64(srvAfter.mallocs-base) / float64(r.Ops)
 		}
+	}
+}
+
+// setPerGB sets CPUSecPerGB: the client's CPU time over the bytes of the
+// operations counted, plus the server's over the bytes of serverOps, the
+// operations its counters cover (a bandwidth test's server counts from
+// its accept, its warm-up included).
+func (r *Result) setPerGB(serverOps uint64) {
+	r.CPUSecPerGB = 0
+	if r.Ops > 0 && serverOps > 0 && r.Size > 0 {
+		gb := func(ops uint64) float64 { return float64(ops) * float64(r.Size) / 1e9 }
+		r.CPUSecPerGB = r.ClientCPU/gb(r.Ops) + r.ServerCPU/gb(serverOps)
 	}
 }

@@ -24,7 +24,10 @@ func Serve(ctx context.Context, addr string, ready func(iwarpAddr, tcpAddr net.A
 	if err != nil {
 		return err
 	}
-	ln, err := iwarp.Listen("tcp", addr, &iwarp.ListenConfig{MaxPending: 1024})
+	raiseFDLimit() // as many connections as the system lets this process have
+	// The idle-QP target holds up to MaxIdleQPs connections, the other
+	// tests up to MaxDepth QPs each.
+	ln, err := iwarp.Listen("tcp", addr, &iwarp.ListenConfig{MaxPending: 1024, MaxConnections: MaxIdleQPs + 2*MaxDepth})
 	if err != nil {
 		return err
 	}
@@ -59,6 +62,8 @@ func Serve(ctx context.Context, addr string, ready func(iwarpAddr, tcpAddr net.A
 	if err != nil {
 		return err
 	}
+	idle := &idleConns{}
+	defer idle.closeAll(true)
 	for {
 		req, err := ln.Accept(ctx)
 		if err != nil {
@@ -68,7 +73,7 @@ func Serve(ctx context.Context, addr string, ready func(iwarpAddr, tcpAddr net.A
 			return err
 		}
 		go func() {
-			if err := serveConn(ctx, pd, req); err != nil {
+			if err := serveConn(ctx, pd, req, idle); err != nil {
 				connErr(err)
 			}
 		}()
@@ -88,19 +93,27 @@ type serverConn struct {
 }
 
 // serveConn sets up what the descriptor asks, accepts and serves the
-// connection until the client closes it.
-func serveConn(ctx context.Context, pd *iwarp.PD, req *iwarp.ConnRequest) error {
+// connection until the client closes it; an idle QP goes to idle instead.
+func serveConn(ctx context.Context, pd *iwarp.PD, req *iwarp.ConnRequest, idle *idleConns) error {
 	d, err := decodeDesc(req.PrivateData())
 	if err != nil {
 		return req.Reject([]byte(err.Error()))
 	}
 	if d.op == opStat {
 		// The answer is the rejection's private data: no QP needed.
-		r := reply{sys: takeSnapshot(true)}
+		if d.flags&flagRelease != 0 {
+			idle.closeAll(false)
+		}
+		r := reply{idle: uint64(idle.sweep()), sys: takeSnapshot(true), fds: fdsNow()}
 		return req.Reject(r.encode())
 	}
 	s := &serverConn{d: d}
-	defer s.close()
+	held := false
+	defer func() {
+		if !held {
+			s.close()
+		}
+	}()
 	if err := s.setup(pd); err != nil {
 		_ = req.Reject([]byte(err.Error()))
 		return err
@@ -115,10 +128,7 @@ func serveConn(ctx context.Context, pd *iwarp.PD, req *iwarp.ConnRequest) error 
 	}
 	s.base.Store(mallocsNow())
 	if d.op == opIdle {
-		select {
-		case <-s.qp.Done():
-		case <-ctx.Done():
-		}
+		held = idle.add(s)
 		return nil
 	}
 	go s.baseAfterWarmup()
@@ -275,6 +285,9 @@ func (s *serverConn) serve(ctx context.Context) error {
 			if lat {
 				if err := s.echo(ctx, seq); err != nil {
 					return err
+				}
+				if d.flags&flagAway != 0 && seq%2 == 1 {
+					time.Sleep(respAway) // busy elsewhere: the peer's next operation must not wait for this
 				}
 				continue
 			}

@@ -47,3 +47,25 @@ func residentBytes() uint64 {
 	}
 	return pages * uint64(os.Getpagesize())
 }
+
+// openFDs counts this process's open file descriptors (Linux:
+// /proc/self/fd); false when it cannot.
+func openFDs() (int, bool) {
+	f, err := os.Open("/proc/self/fd")
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return 0, false
+	}
+	return len(names) - 1, true // not the one reading the directory
+}
+
+// fdsNow returns this process's file descriptors: open, and the most it
+// may open, raised to the hard limit.
+func fdsNow() fdUse {
+	open, _ := openFDs()
+	return fdUse{open: uint64(open), limit: raiseFDLimit()}
+}

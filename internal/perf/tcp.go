@@ -21,7 +21,7 @@ import (
 const (
 	tcpSink     = 1 // the client streams, the server reads and reports
 	tcpSource   = 2 // the server streams until the client sends a byte
-	tcpPingPong = 3 // the server echoes size-byte messages
+	tcpPingPong = 3 // the server echoes size-byte messages (one or more at a time)
 	tcpRepLen   = 48
 )
 
@@ -62,15 +62,24 @@ func serveRawTCP(c net.Conn) {
 			}
 		}
 	case tcpPingPong:
-		buf := make([]byte, size)
+		// Echo every whole message as soon as it is in: one at a time in a
+		// ping-pong, all those read together when the client keeps several
+		// outstanding (runTCPPipelined).
+		buf := make([]byte, max(size, min(64*size, 64<<10)))
+		have := 0
 		for {
-			if _, err := io.ReadFull(c, buf); err != nil {
+			k, err := c.Read(buf[have:])
+			have += k
+			if whole := have / size * size; whole > 0 {
+				if _, err := c.Write(buf[:whole]); err != nil {
+					return
+				}
+				n += uint64(whole / size)
+				have = copy(buf, buf[whole:have])
+			}
+			if err != nil {
 				break
 			}
-			if _, err := c.Write(buf); err != nil {
-				return
-			}
-			n++
 		}
 	default:
 		return
@@ -210,7 +219,7 @@ func (ep *Endpoint) runTCPPingPong(ctx context.Context, size int, cfg *Config, p
 		_, err := io.ReadFull(c, buf)
 		return err
 	}
-	k, elapsed, err := sampleRoundTrips(fmt.Sprintf("tcp pingpong %d B", size), prog, cfg, samples, once)
+	k, elapsed, err := sampleRoundTrips(fmt.Sprintf("tcp pingpong %d B", size), prog, cfg, samples, nil, once)
 	if err != nil {
 		return res, err
 	}

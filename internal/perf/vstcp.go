@@ -28,13 +28,14 @@ const noisyBelow = 0.75
 type Verdict struct {
 	Name    string    `json:"name"`
 	Goal    string    `json:"goal"`
-	Value   float64   `json:"value"` // the median over clean pairs
+	Value   float64   `json:"value"` // the median over clean pairs (a maximum: the largest)
 	Unit    string    `json:"unit"`
 	Ours    string    `json:"ours"` // medians of the absolute values
 	Raw     string    `json:"raw_tcp,omitempty"`
 	Values  []float64 `json:"per_pair"`
 	Noisy   int       `json:"noisy_pairs"`
-	Verdict string    `json:"verdict"` // VerdictPass, VerdictFail, VerdictNoisy or VerdictInfo
+	Verdict string    `json:"verdict"`        // VerdictPass, VerdictFail, VerdictNoisy or VerdictInfo
+	Note    string    `json:"note,omitempty"` // why a target could not be measured as asked
 }
 
 // The verdicts of a target.
@@ -45,21 +46,44 @@ const (
 	VerdictInfo  = "INFO"  // reported without a goal
 )
 
+// trial runs one side of a pair: for the run's trial duration, or, when
+// iters > 0, for that many operations (per QP).
+type trial func(ctx context.Context, iters int) (Result, error)
+
 // pairMetric is one number computed from a pair, with its goal.
 type pairMetric struct {
+	key              string // for -targets
 	name, goal, unit string
 	value            func(ours, raw *Result) float64
-	pass             func(v float64) bool
+	pass             func(v float64) bool // nil: reported without a goal
+	// worst: the measured value is the largest over the clean pairs (a
+	// maximum), not their median.
+	worst bool
+	// abs, when set, is the absolute value shown, with absFmt, in the
+	// ours and raw columns, taken over the pairs as the measured value
+	// is; without it those columns show the spec's show of the median
+	// result.
+	abs    func(r *Result) float64
+	absFmt string
 }
 
-// pairSpec is a target measured by interleaved pairs.
+// pairSpec is one or more targets measured on the same interleaved pairs.
 type pairSpec struct {
-	key     string // for -targets
-	ours    func(ctx context.Context) (Result, error)
-	raw     func(ctx context.Context) (Result, error)
+	label string // names the pairs in the output
+	ours  trial
+	raw   trial
+	// sameOps: the second trial of each pair runs as many operations as
+	// the first took in the trial's duration, so that both sides' p99 and
+	// maximum come from as many samples.
+	sameOps bool
 	level   func(raw *Result) float64 // the raw level (higher is better) for noise
 	show    func(r *Result) string
 	metrics []pairMetric
+}
+
+// wanted reports whether any of the spec's targets is selected.
+func (s *pairSpec) wanted(want func(key string) bool) bool {
+	return slices.ContainsFunc(s.metrics, func(m pairMetric) bool { return want(m.key) })
 }
 
 func ratioAtLeast(goal float64) func(float64) bool { return func(v float64) bool { return v >= goal } }
@@ -73,7 +97,10 @@ func showMBps(r *Result) string {
 }
 func showRate(r *Result) string { return fmt.Sprintf("%.0f msg/s", r.MsgRate) }
 func showRTT(r *Result) string {
-	return fmt.Sprintf("%.1f/%.1f us", r.Lat.Median, r.Lat.P99)
+	return fmt.Sprintf("median %.1f, p99 %.1f us", r.Lat.Median, r.Lat.P99)
+}
+func showRTTMax(r *Result) string {
+	return fmt.Sprintf("median %.1f, p99 %.1f, max %.0f us", r.Lat.Median, r.Lat.P99, r.Lat.Max)
 }
 
 // vsTCP holds what a RunVsTCP needs.
@@ -86,75 +113,59 @@ type vsTCP struct {
 	run     *Run
 }
 
-// with returns a copy of the run's configuration for one trial.
-func (v *vsTCP) with(crc bool, depth, qps int) *Config {
+// with returns a copy of the run's configuration for one trial: iters
+// operations (per QP), or 0 for the trial's duration.
+func (v *vsTCP) with(crc bool, depth, qps, iters int) *Config {
 	c := *v.cfg
-	c.Iters, c.Duration, c.CRC, c.Depth, c.QPs = 0, v.cfg.Trial, crc, depth, qps
+	c.Iters, c.Duration, c.CRC, c.Depth, c.QPs = iters, v.cfg.Trial, crc, depth, qps
 	return &c
 }
 
-func (v *vsTCP) bw(op Op, size, depth, qps int, crc bool) func(context.Context) (Result, error) {
-	return func(ctx context.Context) (Result, error) {
-		return v.ep.runBW(ctx, op, size, v.with(crc, depth, qps), v.prog)
+func (v *vsTCP) bw(op Op, size, depth, qps int, crc bool) trial {
+	return func(ctx context.Context, iters int) (Result, error) {
+		return v.ep.runBW(ctx, op, size, v.with(crc, depth, qps, iters), v.prog)
 	}
 }
 
-func (v *vsTCP) lat(op Op, size int) func(context.Context) (Result, error) {
-	return func(ctx context.Context) (Result, error) {
-		return v.ep.runLat(ctx, op, size, v.with(false, 1, 1), v.prog, v.samples)
+func (v *vsTCP) lat(op Op, size int) trial {
+	return func(ctx context.Context, iters int) (Result, error) {
+		return v.ep.runLat(ctx, op, size, v.with(false, 1, 1, iters), v.prog, v.samples)
 	}
 }
 
-func (v *vsTCP) stream(size int, read bool) func(context.Context) (Result, error) {
-	return func(ctx context.Context) (Result, error) {
-		return v.ep.runTCPStream(ctx, size, read, v.with(false, 1, 1), v.prog)
+// respLat is the responder-side latency of op (resplat.go).
+func (v *vsTCP) respLat(op Op) trial {
+	return func(ctx context.Context, iters int) (Result, error) {
+		return v.ep.runRespLat(ctx, op, v.with(false, 1, 1, iters), v.prog, v.samples)
 	}
 }
 
-func (v *vsTCP) pingpong(size int) func(context.Context) (Result, error) {
-	return func(ctx context.Context) (Result, error) {
-		return v.ep.runTCPPingPong(ctx, size, v.with(false, 1, 1), v.prog, v.samples)
+func (v *vsTCP) stream(size int, read bool) trial {
+	return func(ctx context.Context, iters int) (Result, error) {
+		return v.ep.runTCPStream(ctx, size, read, v.with(false, 1, 1, iters), v.prog)
+	}
+}
+
+func (v *vsTCP) pingpong(size int) trial {
+	return func(ctx context.Context, iters int) (Result, error) {
+		return v.ep.runTCPPingPong(ctx, size, v.with(false, 1, 1, iters), v.prog, v.samples)
+	}
+}
+
+// pipelined is raw TCP request-response with depth requests outstanding.
+func (v *vsTCP) pipelined(size, depth int) trial {
+	return func(ctx context.Context, iters int) (Result, error) {
+		return v.ep.runTCPPipelined(ctx, size, depth, v.with(false, depth, 1, iters), v.prog)
 	}
 }
 
 func mbpsRatio(o, r *Result) float64   { return o.MBps / r.MBps }
+func cpuRatio(o, r *Result) float64    { return o.CPUSecPerGB / r.CPUSecPerGB }
 func levelMBps(r *Result) float64      { return r.MBps }
 func levelRate(r *Result) float64      { return r.MsgRate }
 func levelRTT(r *Result) float64       { return 1 / r.Lat.Median }
 func medianRatio(o, r *Result) float64 { return o.Lat.Median / r.Lat.Median }
 func p99Ratio(o, r *Result) float64    { return o.Lat.P99 / r.Lat.P99 }
-
-// specs returns the pair targets.
-func (v *vsTCP) specs() []pairSpec {
-	const mib = 1 << 20
-	sendRate := func(name string) pairMetric {
-		return pairMetric{name, ">= 1,000,000 msg/s", "msg/s", func(o, _ *Result) float64 { return o.MsgRate }, ratioAtLeast(1e6)}
-	}
-	rtt := func(what string) []pairMetric {
-		return []pairMetric{
-			{what + " RTT median", "<= 1.5x raw", "x", medianRatio, ratioAtMost(1.5)},
-			{what + " RTT p99", "<= 2x raw p99", "x", p99Ratio, ratioAtMost(2)},
-		}
-	}
-	return []pairSpec{
-		{"write", v.bw(Write, mib, 8, 1, false), v.stream(mib, false), levelMBps, showMBps,
-			[]pairMetric{{"RDMA Write 1 MiB, CRC off", ">= 0.90x raw", "x", mbpsRatio, ratioAtLeast(0.90)}}},
-		{"write-crc", v.bw(Write, mib, 8, 1, true), v.stream(mib, false), levelMBps, showMBps,
-			[]pairMetric{{"RDMA Write 1 MiB, CRC on", ">= 0.80x raw", "x", mbpsRatio, ratioAtLeast(0.80)}}},
-		{"read", v.bw(Read, mib, 8, 1, false), v.stream(mib, true), levelMBps, showMBps,
-			[]pairMetric{{"RDMA Read 1 MiB, CRC off", ">= 0.85x raw", "x", mbpsRatio, ratioAtLeast(0.85)}}},
-		{"read-crc", v.bw(Read, mib, 8, 1, true), v.stream(mib, true), levelMBps, showMBps,
-			[]pairMetric{{"RDMA Read 1 MiB, CRC on", "(report)", "x", mbpsRatio, nil}}},
-		{"send64", v.bw(Send, 64, 512, 1, false), v.stream(64, false), levelRate, showRate,
-			[]pairMetric{sendRate("64 B Sends, depth 512, CRC off")}},
-		{"send64-crc", v.bw(Send, 64, 512, 1, true), v.stream(64, false), levelRate, showRate,
-			[]pairMetric{sendRate("64 B Sends, depth 512, CRC on")}},
-		{"write-imm-lat", v.lat(WriteImm, 8), v.pingpong(8), levelRTT, showRTT, rtt("8 B Write-with-Imm ping-pong")},
-		{"fetchadd-lat", v.lat(FetchAdd, 8), v.pingpong(8), levelRTT, showRTT, rtt("FetchAdd")},
-		{"qps", v.bw(Write, mib, 4, v.cfg.LoadQPs, false), v.bw(Write, mib, 4, 1, false), levelMBps, showMBps,
-			[]pairMetric{{fmt.Sprintf("%d QPs writing 1 MiB, total", v.cfg.LoadQPs), ">= 0.80x 1 QP", "x", mbpsRatio, ratioAtLeast(0.80)}}},
-	}
-}
 
 // RunVsTCP measures every target of cfg.Targets (all by default) against
 // ep, printing each pair and then the targets block to w (io.Discard for
@@ -176,14 +187,21 @@ func RunVsTCP(ctx context.Context, ep *Endpoint, cfg *Config, w io.Writer) (*Run
 	fmt.Fprintf(v.w, "iwarp perf -vs-tcp: client pid %d, server %s (another process), GOMAXPROCS %d, %d CPUs, %d interleaved pairs of %v trials%s\n",
 		os.Getpid(), ep.iwarpAddr, v.run.GOMAXPROCS, v.run.NumCPU, cfg.Pairs, cfg.Trial, bench.LoadNote())
 	for _, s := range v.specs() {
-		if !want(s.key) {
+		if !s.wanted(want) {
 			continue
 		}
-		vs, err := v.measurePairs(ctx, &s)
+		vs, err := v.measurePairs(ctx, &s, want)
 		if err != nil {
-			return v.run, fmt.Errorf("%s: %w", s.key, err)
+			return v.run, fmt.Errorf("%s: %w", s.label, err)
 		}
 		v.run.Targets = append(v.run.Targets, vs...)
+	}
+	if want("rate16") {
+		e, err := v.rateReference(ctx)
+		if err != nil {
+			return v.run, fmt.Errorf("rate16 write: %w", err)
+		}
+		v.run.Extra = append(v.run.Extra, e)
 	}
 	if want("allocs") {
 		t, err := v.allocTarget(ctx)
@@ -211,27 +229,33 @@ func RunVsTCP(ctx context.Context, ep *Endpoint, cfg *Config, w io.Writer) (*Run
 	return v.run, nil
 }
 
-// measurePairs runs one pair target.
-func (v *vsTCP) measurePairs(ctx context.Context, s *pairSpec) ([]Verdict, error) {
+// measurePairs runs the pairs of one spec and judges its selected targets.
+func (v *vsTCP) measurePairs(ctx context.Context, s *pairSpec, want func(string) bool) ([]Verdict, error) {
 	var ours, raws []Result
 	for i := range v.cfg.Pairs {
-		var o, r Result
-		var err error
-		if i%2 == 0 {
-			if o, err = s.ours(ctx); err == nil {
-				r, err = s.raw(ctx)
-			}
-		} else {
-			if r, err = s.raw(ctx); err == nil {
-				o, err = s.ours(ctx)
-			}
+		first, second := s.ours, s.raw
+		if i%2 == 1 {
+			first, second = s.raw, s.ours
 		}
+		a, err := first(ctx, 0)
 		if err != nil {
 			return nil, err
 		}
+		iters := 0
+		if s.sameOps {
+			iters = int(a.Ops)
+		}
+		b, err := second(ctx, iters)
+		if err != nil {
+			return nil, err
+		}
+		o, r := a, b
+		if i%2 == 1 {
+			o, r = b, a
+		}
 		ours, raws = append(ours, o), append(raws, r)
 		v.run.Results = append(v.run.Results, o, r)
-		fmt.Fprintf(v.w, "  %-14s pair %d: ours %-20s raw %-20s", s.key, i+1, s.show(&o), s.show(&r))
+		fmt.Fprintf(v.w, "  %-18s pair %d: ours %-26s raw %-26s", s.label, i+1, s.show(&o), s.show(&r))
 		for _, m := range s.metrics {
 			fmt.Fprintf(v.w, "  %.3g", finite(m.value(&o, &r)))
 		}
@@ -242,27 +266,33 @@ func (v *vsTCP) measurePairs(ctx context.Context, s *pairSpec) ([]Verdict, error
 		levels[i] = s.level(&raws[i])
 	}
 	usual := bench.Median(slices.Clone(levels))
+	clean := func(i int) bool { return levels[i] >= noisyBelow*usual }
 	var out []Verdict
 	for _, m := range s.metrics {
+		if !want(m.key) {
+			continue
+		}
 		t := Verdict{Name: m.name, Goal: m.goal, Unit: m.unit}
-		var clean []float64
+		var vals []float64
 		for i := range ours {
 			x := finite(m.value(&ours[i], &raws[i]))
 			t.Values = append(t.Values, x)
-			if levels[i] < noisyBelow*usual {
+			if !clean(i) {
 				t.Noisy++
 				continue
 			}
-			clean = append(clean, x)
+			vals = append(vals, x)
 		}
-		if len(clean) > 0 {
-			t.Value = bench.Median(clean)
+		t.Value = aggregate(vals, m.worst)
+		if m.abs == nil {
+			t.Ours, t.Raw = medianShow(ours, s.show), medianShow(raws, s.show)
+		} else {
+			t.Ours, t.Raw = m.showAbs(ours, clean), m.showAbs(raws, clean)
 		}
-		t.Ours, t.Raw = medianShow(ours, s.show), medianShow(raws, s.show)
 		switch {
 		case m.pass == nil:
 			t.Verdict = VerdictInfo
-		case len(clean) < (len(ours)+1)/2:
+		case len(vals) < (len(ours)+1)/2:
 			t.Verdict = VerdictNoisy
 		case m.pass(t.Value):
 			t.Verdict = VerdictPass
@@ -272,6 +302,29 @@ func (v *vsTCP) measurePairs(ctx context.Context, s *pairSpec) ([]Verdict, error
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// aggregate is the median of xs, or with worst their largest (0 for none).
+func aggregate(xs []float64, worst bool) float64 {
+	switch {
+	case len(xs) == 0:
+		return 0
+	case worst:
+		return slices.Max(xs)
+	}
+	return bench.Median(slices.Clone(xs))
+}
+
+// showAbs shows m's absolute value over rs: the median of all of them, or
+// for a maximum the largest of the clean ones.
+func (m *pairMetric) showAbs(rs []Result, clean func(int) bool) string {
+	var xs []float64
+	for i := range rs {
+		if !m.worst || clean(i) {
+			xs = append(xs, finite(m.abs(&rs[i])))
+		}
+	}
+	return fmt.Sprintf(m.absFmt, aggregate(xs, m.worst))
 }
 
 // medianShow shows the result with the median level of rs.
@@ -312,8 +365,16 @@ func (v *vsTCP) printTargets() {
 			val = fmt.Sprintf("%.1f KiB", t.Value)
 		case "allocs/op":
 			val = fmt.Sprintf("%.4f", t.Value)
+		case "ms":
+			val = fmt.Sprintf("%.2f ms", t.Value)
+		}
+		if len(t.Values) == 0 {
+			val = "-" // not measured: the note says why
 		}
 		fmt.Fprintf(w, "%-44s  %-20s  %-26s  %-26s  %-12s  %-6s  %s\n", t.Name, t.Goal, t.Ours, t.Raw, val, fmt.Sprintf("%d/%d", t.Noisy, len(t.Values)), t.Verdict)
+		if t.Note != "" {
+			fmt.Fprintf(w, "    %s\n", t.Note)
+		}
 	}
 	if len(v.run.Extra) > 0 {
 		fmt.Fprintln(w, rule)
