@@ -7,7 +7,9 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/goiwarp/iwarp"
@@ -37,6 +39,7 @@ type server struct {
 	out    io.Writer
 	mu     sync.Mutex // serialises report lines
 	served int
+	ended  atomic.Int64 // connections whose serveOne returned (see reclaim)
 }
 
 // guarded is a registered region with canary zones of guard bytes on each
@@ -135,6 +138,7 @@ func (s *server) canariesIntact() bool {
 // region in the Reply's private data (iwarp.RemoteBuffer encoding), keeps
 // receives posted, and waits until the connection ends.
 func (s *server) serveOne(ctx context.Context, req *iwarp.ConnRequest) {
+	defer s.ended.Add(1)
 	qp, cq, rb, err := s.connResources()
 	if err != nil {
 		s.report("%s: not served: %v", req.RemoteAddr(), err)
@@ -203,8 +207,9 @@ canary zones, accepts iWARP connections, advertises the region in each MPA
 Reply's private data (the 16-byte RemoteBuffer encoding: TO, STag, length,
 big-endian; then the regions iwarp conform misuses), keeps receives posted,
 and after every connection prints how it ended, its counters and whether
-the canaries are intact. Serves until interrupted, or -n connections. Exits
-1 if a canary was overwritten or it cannot listen.`
+the canaries are intact. Serves until interrupted, or -n connections. Every
+5 s in which connections ended it gives the free memory back to the system.
+Exits 1 if a canary was overwritten or it cannot listen.`
 
 // serveMaxSize bounds -size.
 const serveMaxSize = 1 << 30
@@ -228,6 +233,8 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // ends reclaim
 	s, err := newServer(*size, *guard, stdout)
 	if err != nil {
 		return f.fail("%v", err)
@@ -246,6 +253,8 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "serve: the Device's counters as expvar JSON at http://%s/debug/vars\n", at)
 	}
+	go s.reclaim(ctx, reclaimEvery, debug.FreeOSMemory)
+	go drainEvents(ctx, s.dev)
 	var wg sync.WaitGroup
 	for i := 0; *count == 0 || i < *count; i++ {
 		req, err := ln.Accept(ctx)
