@@ -72,9 +72,11 @@ type pairSpec struct {
 	label string // names the pairs in the output
 	ours  trial
 	raw   trial
-	// sameOps: the second trial of each pair runs as many operations as
-	// the first took in the trial's duration, so that both sides' p99 and
-	// maximum come from as many samples.
+	// sameOps: both trials of a pair run as many operations, so that both
+	// sides' p99 and maximum come from as many samples: as many as ours
+	// took in the trial's duration, in this pair when ours goes first, in
+	// the previous one when raw TCP does (ours is the slower here, so no
+	// trial runs much longer than the duration).
 	sameOps bool
 	level   func(raw *Result) float64 // the raw level (higher is better) for noise
 	show    func(r *Result) string
@@ -232,20 +234,28 @@ func RunVsTCP(ctx context.Context, ep *Endpoint, cfg *Config, w io.Writer) (*Run
 // measurePairs runs the pairs of one spec and judges its selected targets.
 func (v *vsTCP) measurePairs(ctx context.Context, s *pairSpec, want func(string) bool) ([]Verdict, error) {
 	var ours, raws []Result
+	n := 0 // with sameOps, the operations ours took when it last went first
 	for i := range v.cfg.Pairs {
 		first, second := s.ours, s.raw
+		firstIters := 0
 		if i%2 == 1 {
 			first, second = s.raw, s.ours
+			if s.sameOps {
+				firstIters = n
+			}
 		}
-		a, err := first(ctx, 0)
+		a, err := first(ctx, firstIters)
 		if err != nil {
 			return nil, err
 		}
-		iters := 0
-		if s.sameOps {
-			iters = int(a.Ops)
+		if s.sameOps && i%2 == 0 {
+			n = int(a.Ops)
 		}
-		b, err := second(ctx, iters)
+		secondIters := 0
+		if s.sameOps {
+			secondIters = n
+		}
+		b, err := second(ctx, secondIters)
 		if err != nil {
 			return nil, err
 		}
