@@ -2,8 +2,10 @@ package iwarp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/goiwarp/iwarp/internal/mpa"
@@ -11,11 +13,15 @@ import (
 
 // ConnRequest is a peer's request to connect, waiting for Accept or Reject.
 type ConnRequest struct {
-	nc  net.Conn
-	req *mpa.Request
-	l   *Listener    // the Listener that read it, or nil (ReadConnRequest)
-	p   *pendingConn // its startup at l
+	nc       net.Conn
+	req      *mpa.Request
+	l        *Listener    // the Listener that read it, or nil (ReadConnRequest)
+	p        *pendingConn // its startup at l
+	answered atomic.Bool  // Accept or Reject was called
 }
+
+// errAnswered is the error of a second Accept or Reject.
+var errAnswered = errors.New("iwarp: connection request already accepted or rejected")
 
 // ReadConnRequest reads an MPA Request from a connection the caller
 // accepted itself, as Responder. cfg's StartupTimeout (default 5 s) bounds
@@ -100,8 +106,12 @@ func (r *ConnRequest) Reject(privateData []byte) error {
 }
 
 // answer tells the Listener that the application answers the request: nil,
-// or why the Listener gave its startup up.
+// or why the Listener gave its startup up (or errAnswered, the request's
+// connection left as it is).
 func (r *ConnRequest) answer() error {
+	if r.answered.Swap(true) {
+		return errAnswered
+	}
 	if r.l == nil {
 		return nil
 	}

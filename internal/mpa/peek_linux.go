@@ -16,8 +16,9 @@ import (
 // left to full operation. Connections that are not sockets report false.
 func pipelined(nc net.Conn) bool { return BytesWaiting(nc) }
 
-// canPeek says whether pipelined bytes are detected at startup.
-const canPeek = true
+// CanPeek says whether sockets are peeked at: pipelined bytes are detected
+// at startup, and BytesWaiting sees bytes that arrived.
+const CanPeek = true
 
 // rawConn returns nc's syscall.RawConn, if it is a socket.
 func rawConn(nc net.Conn) (syscall.RawConn, bool) {

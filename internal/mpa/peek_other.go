@@ -9,8 +9,9 @@ import "net"
 // surface in full operation as a framing error.
 func pipelined(net.Conn) bool { return false }
 
-// canPeek says whether pipelined bytes are detected at startup.
-const canPeek = false
+// CanPeek says whether sockets are peeked at: pipelined bytes are detected
+// at startup, and BytesWaiting sees bytes that arrived.
+const CanPeek = false
 
 // BytesWaiting reports false: peeking is implemented for Linux only.
 func BytesWaiting(net.Conn) bool { return false }

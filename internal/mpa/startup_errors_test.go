@@ -224,7 +224,7 @@ func TestStartupTimeouts(t *testing.T) {
 // TestPipelinedBytes: bytes sent behind a Request or Reply before the next
 // FPDU is allowed close the connection with ErrPipelined.
 func TestPipelinedBytes(t *testing.T) {
-	if !canPeek {
+	if !CanPeek {
 		t.Skip("pipelined bytes are detected only where the socket can be peeked at (Linux); elsewhere they surface in full operation")
 	}
 	t.Run("behind the Request", func(t *testing.T) {
