@@ -50,7 +50,9 @@ type ConnOptions struct {
 	// use the bits). Only extensions this side offers count.
 	PeerExtensions Extensions
 	// Timeout bounds the connection setup when ctx has no earlier deadline
-	// (default: 10 s when connecting, 5 s when accepting).
+	// (default: 10 s when connecting, 5 s when accepting). When accepting,
+	// the end of the connection's StartupTimeout also bounds it
+	// (ListenConfig).
 	Timeout time.Duration
 	// MaxPrivateData bounds the private data accepted from the peer
 	// (default 512).

@@ -92,7 +92,11 @@ func Listen(network, addr string, cfg *ListenConfig) (*Listener, error) {
 }
 
 // NewListener accepts iWARP connections from a net.Listener the caller
-// made (TLS, a network namespace...). The Listener owns ln.
+// made (TLS, a network namespace...). The Listener owns ln. On Linux, if
+// ln is a *net.TCPListener, it sets TCP_DEFER_ACCEPT on it (as Listen
+// does): a connection reaches the Listener only once its first bytes
+// arrived, or after about the StartupTimeout, so that peers that send
+// nothing cost the process nothing.
 func NewListener(ln net.Listener, cfg *ListenConfig) *Listener {
 	l := &Listener{ln: ln, done: make(chan struct{}), ready: make(chan struct{}, 1)}
 	if cfg != nil {

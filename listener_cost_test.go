@@ -51,7 +51,8 @@ var costKinds = []costKind{
 
 // TestListenerCostPerConnection: a connection in startup costs the
 // process a few KiB beyond its socket, whatever the stage: in particular
-// the wait for the RTR holds no receive buffer (it held a 64 KiB one).
+// the wait for the RTR holds no receive buffer (it held a 64 KiB one),
+// where internal/mpa waits for the socket's readability (Linux).
 func TestListenerCostPerConnection(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector changes what goroutines and allocations cost")
@@ -71,6 +72,10 @@ func TestListenerCostPerConnection(t *testing.T) {
 		{"silent", sum(costs[2]) - sum(costs[0])},
 		{"awaiting-RTR", sum(costs[3]) - sum(costs[0]) - sum(costs[1])},
 	} {
+		if c.name == "awaiting-RTR" && !mpa.CanPeek {
+			t.Logf("%s: not bounded here: without the Linux poller path the wait for the RTR holds the 64 KiB staging buffer (%.1f KiB)", c.name, c.extra/1024)
+			continue
+		}
 		t.Logf("%s: %.1f KiB heap and stacks beyond the sockets and the application's QP", c.name, c.extra/1024)
 		if c.extra > bound {
 			t.Errorf("%s: %.1f KiB of heap and stacks per connection beyond its sockets and QP, bound %d KiB", c.name, c.extra/1024, bound>>10)
@@ -113,12 +118,13 @@ func settledMemory() [3]uint64 {
 	debug.FreeOSMemory()
 	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
 	metrics.Read(s)
-	return [3]uint64{s[0].Value.Uint64(), s[1].Value.Uint64(), residentBytes()}
+	return [3]uint64{s[0].Value.Uint64(), s[1].Value.Uint64(), residentBytes("self")}
 }
 
-// residentBytes returns the resident set size from /proc (Linux), or 0.
-func residentBytes() uint64 {
-	b, err := os.ReadFile("/proc/self/statm")
+// residentBytes returns the resident set size of process pid ("self":
+// this one) from /proc (Linux), or 0.
+func residentBytes(pid string) uint64 {
+	b, err := os.ReadFile("/proc/" + pid + "/statm")
 	var size, resident uint64
 	if err != nil {
 		return 0

@@ -2,16 +2,13 @@ package iwarp_test
 
 import (
 	"context"
-	"net"
 	"runtime"
 	"runtime/metrics"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/goiwarp/iwarp"
-	"github.com/goiwarp/iwarp/internal/mpa"
 )
 
 // TestListenerFlood puts a Listener with its default limits under the
@@ -56,76 +53,11 @@ func testFloodSilent(t *testing.T) {
 	const attackers, cleanClients = 256, 5
 	ln, _, ctx := floodServer(t, nil)
 	addr := ln.Addr().String()
-
-	var (
-		mu       sync.Mutex
-		stopped  bool
-		conns    = map[net.Conn]bool{}
-		reopened atomic.Int64
-		opened   sync.WaitGroup // every attacker's first connection
-		wg       sync.WaitGroup
-	)
-	// track registers c to be closed at the end; false once stopped.
-	track := func(c net.Conn) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		if !stopped {
-			conns[c] = true
-		}
-		return !stopped
-	}
-	untrack := func(c net.Conn) {
-		mu.Lock()
-		delete(conns, c)
-		mu.Unlock()
-		c.Close()
-	}
-	for range attackers {
-		wg.Add(1)
-		opened.Add(1)
-		go func() {
-			defer wg.Done()
-			first := sync.OnceFunc(opened.Done)
-			defer first()
-			var b [1]byte
-			for {
-				c, err := net.Dial("tcp", addr)
-				if err != nil {
-					t.Errorf("attacker: %v", err)
-					return
-				}
-				if !track(c) {
-					c.Close()
-					return
-				}
-				first()
-				_, _ = c.Read(b[:]) // until the server (or the end) closes it
-				untrack(c)
-				reopened.Add(1)
-			}
-		}()
-	}
-	defer func() {
-		mu.Lock()
-		stopped = true
-		for c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	}()
-	opened.Wait()
-	start, before := time.Now(), reopened.Load()
-	for i := range cleanClients {
-		d, err := cleanConnect(t, ctx, addr)
-		if err != nil {
-			t.Fatalf("clean client %d: %v after %v", i, err, d)
-		}
-		if d > time.Second {
-			t.Errorf("clean client %d connected after %v, want within 1 s", i, d)
-		}
-	}
-	n, el := reopened.Load()-before, time.Since(start)
+	f := startSilentFlood(t, addr, attackers)
+	defer f.stop()
+	start, before := time.Now(), f.reopened.Load()
+	checkCleanClients(t, ctx, addr, cleanClients)
+	n, el := f.reopened.Load()-before, time.Since(start)
 	t.Logf("%d clean connections in %v with %d silent connections open; the server closed %d of them meanwhile", cleanClients, el, attackers, n)
 }
 
@@ -137,39 +69,11 @@ func testFloodSilent(t *testing.T) {
 func testFloodLateRTR(t *testing.T) {
 	const clients, maxConns = 1000, 100
 	ln, a, ctx := floodServer(t, &iwarp.ListenConfig{MaxConnections: maxConns, MaxPending: clients, StartupTimeout: time.Minute})
-	addr := ln.Addr().String()
-	release := make(chan struct{})
-	var atBarrier, done sync.WaitGroup
-	conns := make([]*mpa.Conn, clients)
-	defer func() {
-		for _, c := range conns {
-			if c != nil {
-				c.Close()
-			}
+	lateRTRs(t, ctx, ln.Addr().String(), clients, func() {
+		if open, _ := iwarp.ListenerCounts(ln); open > maxConns {
+			t.Errorf("the Listener counts %d connections with their RTRs held, MaxConnections %d", open, maxConns)
 		}
-	}()
-	for i := range clients {
-		atBarrier.Add(1)
-		done.Add(1)
-		go func() {
-			defer done.Done()
-			var once sync.Once
-			arrived := func() { once.Do(atBarrier.Done) }
-			defer arrived()
-			nc, err := net.Dial("tcp", addr)
-			if err != nil {
-				t.Errorf("client %d: %v", i, err)
-				return
-			}
-			conns[i], _ = connectHeldNotify(ctx, nc, release, false, arrived)
-		}()
-	}
-	atBarrier.Wait() // every client holds its RTR, or failed
-	if open, _ := iwarp.ListenerCounts(ln); open > maxConns {
-		t.Errorf("the Listener counts %d connections with their RTRs held, MaxConnections %d", open, maxConns)
-	}
-	close(release)
-	done.Wait()
+	})
 	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	settled := func() bool {
@@ -209,6 +113,7 @@ func testFloodNoRTR(t *testing.T) {
 		t.Fatalf("clean client: %v after %v", err, d)
 	}
 	runtime.GC()
+	runtime.GC() // and what finalizers of earlier tests freed
 	baseG, baseHeap := runtime.NumGoroutine(), liveHeap()
 
 	stop := make(chan struct{})
@@ -216,23 +121,7 @@ func testFloodNoRTR(t *testing.T) {
 	go func() { sampled <- samplePeaks(stop) }()
 	stopSampling := sync.OnceValue(func() [2]int64 { close(stop); return <-sampled })
 	defer stopSampling()
-	conns := make([]net.Conn, 0, clients)
-	defer func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	}()
-	req := requestBytes()
-	for i := range clients {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatalf("client %d: %v", i, err)
-		}
-		conns = append(conns, c)
-		if _, err := c.Write(req); err != nil {
-			t.Fatalf("client %d: %v", i, err)
-		}
-	}
+	defer closeConns(requestsWithoutRTR(t, addr, clients))
 	// Accepted after all the others: when it is served, the Listener has
 	// taken every one of them.
 	if d, err := cleanConnect(t, ctx, addr); err != nil {
@@ -242,7 +131,7 @@ func testFloodNoRTR(t *testing.T) {
 	runtime.GC()
 	g, heap := runtime.NumGoroutine(), liveHeap()
 	_, startups := iwarp.ListenerCounts(ln)
-	t.Logf("baseline %d goroutines, %d KiB live heap; during the flood at most +%d goroutines, +%d KiB; after it +%d, +%d KiB, %d connections in startup",
+	t.Logf("baseline %d goroutines, %d KiB heap; during the flood at most %+d goroutines, %+d KiB; after it %+d, %+d KiB, %d connections in startup",
 		baseG, baseHeap>>10, peaks[0]-int64(baseG), (peaks[1]-baseHeap)>>10, g-baseG, (heap-baseHeap)>>10, startups)
 	if peaks[0]-int64(baseG) > floodGoroutines || g-baseG > floodGoroutines {
 		t.Errorf("goroutines: baseline %d, at most %d during the flood, %d after it; bound +%d", baseG, peaks[0], g, floodGoroutines)
