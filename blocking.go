@@ -4,16 +4,12 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/goiwarp/iwarp/internal/engine"
+	"github.com/goiwarp/iwarp/internal/rdmap"
 )
 
 // Blocking convenience calls. They post an ordinary work request on the
 // same path as PostSend, but its completion goes to the caller instead of
 // the send CQ.
-//
-// While a Read or an atomic waits for the peer's response, its goroutine
-// may read the connection and handle what arrives itself (docs/verbs.md
-// §6.15).
 //
 // If ctx ends first they return ctx's error and the work request stays in
 // flight: its buffers still belong to the QP until it completes. Because
@@ -41,32 +37,19 @@ func (qp *QP) Read(ctx context.Context, sink SGE, remote RemoteBuffer) error {
 
 // Do posts wr and waits for its completion, whatever its Signaled flag.
 func (qp *QP) Do(ctx context.Context, wr SendWR) (Completion, error) {
-	w := qp.getWaiter()
-	qp.mu.Lock()
-	ewrs, err := qp.convertSends([]SendWR{wr}, w)
-	byPeer := false
-	if err == nil {
-		byPeer = ewrs[0].Op.CompletedByPeer()
-		_, err = qp.e.PostSend(ewrs)
-		err = qp.postError(err)
-	}
-	qp.mu.Unlock()
+	var (
+		one  [1]rdmap.SendWR
+		sges [4]rdmap.SGE
+	)
+	ewrs, _, err := convertSends(qp.pd, []SendWR{wr}, one[:0], sges[:0])
 	if err != nil {
-		qp.putWaiter(w)
 		return Completion{}, err
 	}
-	c, err := qp.e.Await(ctx, w, byPeer)
-	if err == nil {
-		qp.e.ReleaseWaited(&c)
-		qp.putWaiter(w)
-		return completion(&c), nil
+	c, err := qp.e.Do(ctx, ewrs[0])
+	if err != nil {
+		return Completion{}, qp.postError(err) // a context's error as it is
 	}
-	go func() {
-		c := <-w
-		qp.e.ReleaseWaited(&c)
-		qp.putWaiter(w)
-	}()
-	return Completion{}, err
+	return completion(&c, qp.e), nil
 }
 
 func (qp *QP) do(ctx context.Context, wr SendWR) error {
@@ -98,20 +81,3 @@ func (e *WRError) Error() string {
 
 // Unwrap returns the cause.
 func (e *WRError) Unwrap() error { return e.Err }
-
-func (qp *QP) getWaiter() chan engine.CQE {
-	qp.wmu.Lock()
-	defer qp.wmu.Unlock()
-	if n := len(qp.waiters); n > 0 {
-		w := qp.waiters[n-1]
-		qp.waiters = qp.waiters[:n-1]
-		return w
-	}
-	return make(chan engine.CQE, 1)
-}
-
-func (qp *QP) putWaiter(w chan engine.CQE) {
-	qp.wmu.Lock()
-	qp.waiters = append(qp.waiters, w)
-	qp.wmu.Unlock()
-}

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/goiwarp/iwarp/internal/engine"
+	"github.com/goiwarp/iwarp/internal/verbs"
 )
 
 // CQ is a completion queue. Its capacity is fixed at creation and every
@@ -13,29 +13,29 @@ import (
 // a QP whose queues do not fit fails instead (docs/semantics.md).
 type CQ struct {
 	dev *Device
-	e   *engine.CQ
+	e   *verbs.CQ
 
 	mu      sync.Mutex // guards scratch
-	scratch [64]engine.CQE
+	scratch [64]verbs.CQE
 }
 
 // EventChannel gathers notifications from any number of CQs, so that one
 // goroutine can wait on all of them (verbs' completion channel).
 type EventChannel struct {
-	e *engine.EventChannel
+	e *verbs.EventChannel
 }
 
 // NewEventChannel returns an event channel for up to n CQs.
 func NewEventChannel(n int) *EventChannel {
-	return &EventChannel{e: engine.NewEventChannel(n)}
+	return &EventChannel{e: verbs.NewEventChannel(n)}
 }
 
 // Wait blocks until one of the CQs bound to the channel fires (see CQ.Arm)
 // or ctx ends, and returns that CQ.
 func (ch *EventChannel) Wait(ctx context.Context) (*CQ, error) {
 	select {
-	case ecq := <-ch.e.C:
-		cq, _ := ecq.Context.(*CQ)
+	case vcq := <-ch.e.C:
+		cq, _ := vcq.Context.(*CQ)
 		return cq, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
@@ -51,11 +51,11 @@ func (d *Device) NewCQ(capacity int, ch *EventChannel) (*CQ, error) {
 	if capacity < 1 || capacity > 1<<20 {
 		return nil, errors.New("iwarp: CQ capacity must be 1 to 1<<20")
 	}
-	var ech *engine.EventChannel
+	var ech *verbs.EventChannel
 	if ch != nil {
 		ech = ch.e
 	}
-	cq := &CQ{dev: d, e: engine.NewCQ(capacity, ech)}
+	cq := &CQ{dev: d, e: verbs.NewCQ(capacity, ech)}
 	cq.e.Context = cq
 	return cq, nil
 }
@@ -70,8 +70,8 @@ func (cq *CQ) Poll(out []Completion) int {
 	for total < len(out) {
 		n := cq.e.Poll(cq.scratch[:min(len(cq.scratch), len(out)-total)])
 		for i := 0; i < n; i++ {
-			out[total+i] = completion(&cq.scratch[i])
-			cq.scratch[i] = engine.CQE{}
+			out[total+i] = completion(&cq.scratch[i].Completion, cq.scratch[i].QP)
+			cq.scratch[i] = verbs.CQE{}
 		}
 		total += n
 		if n == 0 {
@@ -81,13 +81,10 @@ func (cq *CQ) Poll(out []Completion) int {
 	return total
 }
 
-// Wait blocks until the CQ holds a completion or ctx ends. On a CQ that
-// only one QP completes to, the waiting goroutine may meanwhile read that
-// QP's connection and handle what arrives itself (docs/verbs.md §6.15):
-// the network poller then wakes it directly.
+// Wait blocks until the CQ holds a completion or ctx ends.
 func (cq *CQ) Wait(ctx context.Context) error {
 	err := cq.e.Wait(ctx)
-	if errors.Is(err, engine.ErrCQClosed) {
+	if errors.Is(err, verbs.ErrCQClosed) {
 		return ErrClosed
 	}
 	return err

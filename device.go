@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/goiwarp/iwarp/internal/mem"
+	"github.com/goiwarp/iwarp/internal/verbs"
 )
 
 // Device is a software RNIC: the STag table shared by its protection
@@ -17,6 +18,10 @@ type Device struct {
 	cfg    DeviceConfig
 	table  *mem.Table
 	nextPD atomic.Uint32
+	// vd is the engine's device: the poller that reads every QP's
+	// connection. It is closed once the Device is closed and the last of
+	// its QPs is torn down.
+	vd *verbs.Device
 
 	ev    events
 	stats deviceStats
@@ -24,6 +29,8 @@ type Device struct {
 
 	mu     sync.Mutex
 	closed bool
+	live   int  // QPs created and not yet closed (they use vd)
+	vdDone bool // vd closed
 }
 
 // DeviceConfig configures NewDevice. The zero value gives the defaults.
@@ -71,6 +78,12 @@ func NewDevice(cfg *DeviceConfig) *Device {
 	}
 	d.table = mem.NewTable(mem.TableOptions{MaxRegions: d.cfg.MaxMemoryRegions})
 	d.log = newRateLog(d.cfg.Logger)
+	vd, err := verbs.NewDevice(verbs.DeviceConfig{})
+	if err != nil { // no poller could be made: every QP reads with a goroutine
+		vd, _ = verbs.NewDevice(verbs.DeviceConfig{NoPoll: true})
+	}
+	d.vd = vd
+	d.stats.live = make(map[*verbs.QP]struct{})
 	return d
 }
 
@@ -100,12 +113,38 @@ func (d *Device) AllocPD() (*PD, error) {
 }
 
 // Close marks the Device closed: no new PDs. Resources already created stay
-// usable until closed themselves.
+// usable until closed themselves; the Device's poller stops once the last
+// of its QPs is closed.
 func (d *Device) Close() error {
 	d.mu.Lock()
 	d.closed = true
+	stop := d.live == 0 && !d.vdDone
+	d.vdDone = d.vdDone || stop
 	d.mu.Unlock()
+	if stop {
+		return d.vd.Close()
+	}
 	return nil
+}
+
+// qpOpened counts a new QP of the Device.
+func (d *Device) qpOpened() {
+	d.mu.Lock()
+	d.live++
+	d.mu.Unlock()
+}
+
+// qpClosed counts a QP closed for good, and stops the Device's poller if
+// it was the last of a closed Device.
+func (d *Device) qpClosed() {
+	d.mu.Lock()
+	d.live--
+	stop := d.closed && d.live == 0 && !d.vdDone
+	d.vdDone = d.vdDone || stop
+	d.mu.Unlock()
+	if stop {
+		_ = d.vd.Close()
+	}
 }
 
 // PD is a protection domain.

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/goiwarp/iwarp/internal/engine"
+	"github.com/goiwarp/iwarp/internal/rdmap"
 	"github.com/goiwarp/iwarp/internal/wire"
 )
 
@@ -113,7 +113,7 @@ func (e *TerminateError) Error() string {
 	if e.SiwLayout {
 		s += fmt.Sprintf(" (siw layout, control % x)", e.Control)
 	}
-	if why := engine.TerminateCause(e.Code.wire(), e.Cause); why != "" {
+	if why := rdmap.TerminateCause(e.Code.wire(), e.Cause); why != "" {
 		s += ": " + strings.TrimPrefix(why, "iwarp: ")
 	}
 	return s
@@ -129,17 +129,17 @@ func (e *TerminateError) Unwrap() error { return e.Cause }
 var (
 	// ErrPeerDisconnected: the peer closed the connection without a
 	// Terminate.
-	ErrPeerDisconnected = engine.ErrPeerDisconnected
+	ErrPeerDisconnected = rdmap.ErrPeerDisconnected
 	// ErrDisconnected: the connection was closed in order.
-	ErrDisconnected = engine.ErrDisconnected
+	ErrDisconnected = rdmap.ErrDisconnected
 	// ErrQPClosed: the QP was closed locally.
-	ErrQPClosed = engine.ErrLocallyClosed
+	ErrQPClosed = rdmap.ErrLocallyClosed
 )
 
 // wrapEngineError converts the engine's errors to the API's: a Terminate
 // into *TerminateError, any other error into an apiError (nil stays nil).
 func wrapEngineError(err error) error {
-	var te *engine.TerminateError
+	var te *rdmap.TerminateError
 	if errors.As(err, &te) {
 		return &TerminateError{
 			Code: termCode(te.Code), Sent: te.Sent, Cause: te.Cause,

@@ -17,9 +17,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/goiwarp/iwarp/internal/engine"
 	"github.com/goiwarp/iwarp/internal/mem"
 	"github.com/goiwarp/iwarp/internal/mpa"
+	"github.com/goiwarp/iwarp/internal/rdmap"
+	"github.com/goiwarp/iwarp/internal/verbs"
 	"github.com/goiwarp/iwarp/internal/wire"
 )
 
@@ -107,24 +108,25 @@ func apiErrors() []namedError {
 	// The engine's posting errors, as postError returns them, bare and
 	// with the engine's "send WR i (id n)" wrapping.
 	qp := &QP{}
-	for _, e := range []error{engine.ErrSQFull, engine.ErrSQNeedsSignaled, engine.ErrRQFull, engine.ErrTooManySGE,
-		engine.ErrBadSGE, engine.ErrBadOp, engine.ErrNotConnected, engine.ErrMessageSize, engine.ErrInlineTooLong,
-		engine.ErrReadSinkSGE, engine.ErrAccess, engine.ErrNoORD, engine.ErrNotSupportedByPeer, engine.ErrMisaligned,
-		engine.ErrSRQAttached, engine.ErrSRQFull} {
+	for _, e := range []error{rdmap.ErrSQFull, rdmap.ErrSQNeedsSignaled, rdmap.ErrRQFull, rdmap.ErrTooManySGE,
+		rdmap.ErrBadSGE, rdmap.ErrBadOp, verbs.ErrNotConnected, rdmap.ErrMessageSize, rdmap.ErrInlineTooLong,
+		rdmap.ErrReadSinkSGE, rdmap.ErrAccess, rdmap.ErrNoORD, rdmap.ErrNotSupportedByPeer, rdmap.ErrMisaligned,
+		rdmap.ErrRegionInvalid, rdmap.ErrLocalInvalidate, rdmap.ErrSharedRecv} {
 		add("postError("+e.Error()+")", qp.postError(e))
 		add("postError(send WR: "+e.Error()+")", qp.postError(fmt.Errorf("send WR 3 (id 7): %w", e)))
 	}
-	for _, cause := range []error{engine.ErrPeerDisconnected, engine.ErrDisconnected, engine.ErrLocallyClosed,
-		&engine.ConnectionError{Err: engine.ErrPeerStalled}, &engine.ConnectionError{Err: io.ErrUnexpectedEOF}} {
+	for _, cause := range []error{rdmap.ErrPeerDisconnected, rdmap.ErrDisconnected, rdmap.ErrLocallyClosed,
+		rdmap.ErrLocalProtection, &rdmap.ConnectionError{Err: rdmap.ErrLeaseRevoked},
+		&rdmap.ConnectionError{Err: verbs.ErrPeerStalled}, &rdmap.ConnectionError{Err: io.ErrUnexpectedEOF}} {
 		add("QP error "+cause.Error(), wrapEngineError(cause))
-		add("state error "+cause.Error(), qp.postError(fmt.Errorf("%w (ERROR): %w", engine.ErrQPState, cause)))
+		add("state error "+cause.Error(), qp.postError(fmt.Errorf("%w (ERROR): %w", rdmap.ErrQPState, cause)))
 		add("flushed "+cause.Error(), &WRError{Status: StatusFlushed, Op: OpRead, Err: wrapEngineError(cause)})
 	}
 	// Terminates, with the violations that carry their own code.
-	for _, te := range []*engine.TerminateError{
+	for _, te := range []*rdmap.TerminateError{
 		{Sent: true, Code: wire.TermDDPBaseBounds, Cause: wire.NewProtocolError(mem.OutOfBounds.String(), wire.TermDDPBaseBounds)},
-		{Sent: true, Code: wire.TermDDPNoBuffer, Cause: engine.ErrNoRecvBuffer},
-		{Sent: true, Code: wire.TermRDMAPStreamCatastroph, Cause: engine.ErrIRDExceeded},
+		{Sent: true, Code: wire.TermDDPNoBuffer, Cause: rdmap.ErrNoRecvBuffer},
+		{Sent: true, Code: wire.TermRDMAPStreamCatastroph, Cause: rdmap.ErrIRDExceeded},
 		{Code: wire.TermDDPInvalidSTag, Layout: wire.LayoutSiw, Control: [4]byte{0x10, 0, 0, 0}},
 	} {
 		add("Terminate "+te.Error(), wrapEngineError(te))
@@ -231,17 +233,17 @@ func TestErrorIdentity(t *testing.T) {
 		err  error
 		want []error
 	}{
-		{qp.postError(fmt.Errorf("send WR 0 (id 1): %w", engine.ErrSQFull)), []error{ErrQueueFull, engine.ErrSQFull}},
-		{qp.postError(engine.ErrNotConnected), []error{ErrNotConnected}},
-		{qp.postError(engine.ErrNotSupportedByPeer), []error{ErrNotSupportedByPeer}},
-		{qp.postError(engine.ErrSRQAttached), []error{ErrInvalidWR}},
-		{qp.postError(engine.ErrBadSGE), []error{ErrInvalidWR}},
-		{qp.postError(fmt.Errorf("%w (ERROR): %w", engine.ErrQPState, engine.ErrPeerDisconnected)), []error{ErrPeerDisconnected}},
-		{wrapEngineError(engine.ErrPeerDisconnected), []error{ErrPeerDisconnected}},
-		{wrapEngineError(engine.ErrDisconnected), []error{ErrDisconnected}},
-		{wrapEngineError(engine.ErrLocallyClosed), []error{ErrQPClosed}},
-		{wrapEngineError(&engine.ConnectionError{Err: engine.ErrPeerStalled}), []error{engine.ErrPeerStalled}},
-		{wrapEngineError(&engine.TerminateError{Code: wire.TermDDPNoBuffer, Sent: true, Cause: engine.ErrNoRecvBuffer}), []error{ErrTerminated, engine.ErrNoRecvBuffer}},
+		{qp.postError(fmt.Errorf("send WR 0 (id 1): %w", rdmap.ErrSQFull)), []error{ErrQueueFull, rdmap.ErrSQFull}},
+		{qp.postError(verbs.ErrNotConnected), []error{ErrNotConnected}},
+		{qp.postError(rdmap.ErrNotSupportedByPeer), []error{ErrNotSupportedByPeer}},
+		{qp.postError(rdmap.ErrSharedRecv), []error{ErrInvalidWR}},
+		{qp.postError(rdmap.ErrBadSGE), []error{ErrInvalidWR}},
+		{qp.postError(fmt.Errorf("%w (ERROR): %w", rdmap.ErrQPState, rdmap.ErrPeerDisconnected)), []error{ErrPeerDisconnected}},
+		{wrapEngineError(rdmap.ErrPeerDisconnected), []error{ErrPeerDisconnected}},
+		{wrapEngineError(rdmap.ErrDisconnected), []error{ErrDisconnected}},
+		{wrapEngineError(rdmap.ErrLocallyClosed), []error{ErrQPClosed}},
+		{wrapEngineError(&rdmap.ConnectionError{Err: verbs.ErrPeerStalled}), []error{verbs.ErrPeerStalled}},
+		{wrapEngineError(&rdmap.TerminateError{Code: wire.TermDDPNoBuffer, Sent: true, Cause: rdmap.ErrNoRecvBuffer}), []error{ErrTerminated, rdmap.ErrNoRecvBuffer}},
 		{wrapSetupError(&mpa.TimeoutError{Stage: "x", Err: context.DeadlineExceeded}), []error{context.DeadlineExceeded}},
 		{wrapAs(ErrInvalidBuffer, mem.ErrEmptyBuffer), []error{ErrInvalidBuffer, mem.ErrEmptyBuffer}},
 	} {
@@ -252,7 +254,7 @@ func TestErrorIdentity(t *testing.T) {
 		}
 	}
 	var te *TerminateError
-	if err := qp.postError(fmt.Errorf("%w: %w", engine.ErrQPState, &engine.TerminateError{Code: wire.TermDDPBaseBounds})); !errors.As(err, &te) || te.Code != TermDDPBaseBounds {
+	if err := qp.postError(fmt.Errorf("%w: %w", rdmap.ErrQPState, &rdmap.TerminateError{Code: wire.TermDDPBaseBounds})); !errors.As(err, &te) || te.Code != TermDDPBaseBounds {
 		t.Errorf("a post to a terminated QP: %v", err)
 	}
 	var re *RejectedError
@@ -267,7 +269,7 @@ func TestErrorIdentity(t *testing.T) {
 // TestErrorStrings: no error text written in the lower layers names its
 // package or the API's prefix (the API adds "iwarp: " once).
 func TestErrorStrings(t *testing.T) {
-	for _, dir := range []string{"internal/engine", "internal/mpa", "internal/mem", "internal/fpdu"} {
+	for _, dir := range []string{"internal/verbs", "internal/rdmap", "internal/mpa", "internal/mem", "internal/fpdu"} {
 		files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
 		if len(files) == 0 {
 			t.Fatalf("no Go files in %s", dir)

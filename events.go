@@ -5,7 +5,8 @@ import (
 	"log/slog"
 	"sync/atomic"
 
-	"github.com/goiwarp/iwarp/internal/engine"
+	"github.com/goiwarp/iwarp/internal/rdmap"
+	"github.com/goiwarp/iwarp/internal/verbs"
 )
 
 // EventType says what an asynchronous event reports.
@@ -66,19 +67,20 @@ func (d *Device) Events() <-chan Event { return d.ev.ch }
 func (d *Device) DroppedEvents() uint64 { return d.ev.dropped.Load() }
 
 // qpDone is the engine's teardown callback.
-func (d *Device) qpDone(eqp *engine.QP) {
+func (d *Device) qpDone(eqp *verbs.QP) {
 	qp, _ := eqp.User.(*QP)
 	if qp != nil {
 		qp.releaseListener()
+		qp.forget()
 	}
 	err := eqp.Err()
 	ev := Event{QP: qp, Err: wrapEngineError(err)}
 	switch {
-	case errors.Is(err, engine.ErrLocallyClosed):
+	case errors.Is(err, rdmap.ErrLocallyClosed):
 		ev.Type = EventQPClosed
-	case errors.Is(err, engine.ErrDisconnected):
+	case errors.Is(err, rdmap.ErrDisconnected):
 		ev.Type = EventDisconnected
-	case errors.Is(err, engine.ErrPeerDisconnected):
+	case errors.Is(err, rdmap.ErrPeerDisconnected):
 		ev.Type = EventPeerDisconnected
 	default:
 		ev.Type = EventQPFatal

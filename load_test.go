@@ -140,7 +140,7 @@ func TestLoadManyQPsEveryByteVerifiedCountersExact(t *testing.T) {
 	if !srv.wbuf.intact() {
 		t.Error("canaries around the counters overwritten")
 	}
-	if bad := leakcheck.Leaked(10*time.Second, "iwarp/internal/engine."); len(bad) > 0 {
+	if bad := leakcheck.Leaked(10*time.Second, "iwarp/internal/verbs.(*QP)"); len(bad) > 0 {
 		t.Errorf("%d QP goroutines still running after every QP closed; first:\n%s", len(bad), bad[0])
 	}
 }

@@ -8,5 +8,5 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(leakcheck.Check(m.Run(), "iwarp/internal/engine.", "iwarp.(*Listener)"))
+	os.Exit(leakcheck.Check(m.Run(), "iwarp/internal/verbs.(*QP)", "iwarp.(*Listener)"))
 }

@@ -9,8 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/goiwarp/iwarp/internal/engine"
 	"github.com/goiwarp/iwarp/internal/mpa"
+	"github.com/goiwarp/iwarp/internal/rdmap"
+	"github.com/goiwarp/iwarp/internal/verbs"
 )
 
 // QPConfig is the shape of a queue pair. Zero fields take the defaults.
@@ -45,31 +46,31 @@ type QPState uint8
 
 // QP states (docs/spec/rdmap.md §3).
 const (
-	StateIdle      QPState = QPState(engine.StateIdle)      // created, not connected
-	StateRTS       QPState = QPState(engine.StateRTS)       // connected
-	StateClosing   QPState = QPState(engine.StateClosing)   // orderly disconnect under way
-	StateTerminate QPState = QPState(engine.StateTerminate) // a Terminate was sent or received
-	StateError     QPState = QPState(engine.StateError)     // torn down, work flushed
+	StateIdle      QPState = QPState(rdmap.StateIdle)      // created, not connected
+	StateRTS       QPState = QPState(rdmap.StateRTS)       // connected
+	StateClosing   QPState = QPState(rdmap.StateClosing)   // orderly disconnect under way
+	StateTerminate QPState = QPState(rdmap.StateTerminate) // a Terminate was sent or received
+	StateError     QPState = QPState(rdmap.StateError)     // torn down, work flushed
 )
 
 // String names the state.
-func (s QPState) String() string { return engine.State(s).String() }
+func (s QPState) String() string { return rdmap.State(s).String() }
 
 // QP is a queue pair: the endpoint of one RDMA connection. Post work to it
 // with PostSend and PostRecv; completions arrive on its CQs.
 type QP struct {
 	pd  *PD
 	cfg QPConfig
-	e   *engine.QP
+	e   *verbs.QP
 
 	mu    sync.Mutex // guards attrs and the post scratch buffers
 	attrs QPAttributes
-	swr   []engine.SendWR
-	rwr   []engine.RecvWR
-	sge   []engine.SGE
+	swr   []rdmap.SendWR
+	rwr   []rdmap.RecvWR
+	sge   []rdmap.SGE
 
-	wmu     sync.Mutex // guards waiters
-	waiters []chan engine.CQE
+	// gone counts the QP out of its Device once (torn down or closed).
+	gone sync.Once
 
 	// listener is the Listener whose open-connection count includes this
 	// QP, until its teardown releases it (set once by ConnRequest.Accept,
@@ -136,28 +137,37 @@ func (pd *PD) NewQP(cfg *QPConfig) (*QP, error) {
 	if opTimeout < 0 {
 		opTimeout = 0
 	}
-	var esrq *engine.SRQ
+	var esrq *verbs.SRQ
 	if c.SRQ != nil {
 		if c.SRQ.pd != pd {
 			return nil, fmt.Errorf("%w: the SRQ belongs to another PD", ErrInvalidConfig)
 		}
 		esrq = c.SRQ.e
 	}
-	e, err := engine.New(engine.Config{
+	e, err := verbs.New(pd.dev.vd, verbs.Config{
 		SRQ:   esrq,
 		Table: pd.dev.table, PD: pd.id, SendCQ: c.SendCQ.e, RecvCQ: c.RecvCQ.e,
 		SQDepth: c.SendQueueDepth, RQDepth: c.RecvQueueDepth, MaxSGE: c.MaxSGE, MaxInline: c.MaxInline,
-		OpTimeout: opTimeout, OnDone: pd.dev.qpDone, DeviceCounters: &pd.dev.stats.c,
+		OpTimeout: opTimeout, OnDone: pd.dev.qpDone,
 	})
 	if err != nil {
-		if errors.Is(err, engine.ErrCQFull) {
+		if errors.Is(err, verbs.ErrCQFull) {
 			return nil, wrapAs(ErrCQCapacity, err)
 		}
 		return nil, wrapAs(ErrInvalidConfig, err)
 	}
 	qp := &QP{pd: pd, cfg: c, e: e}
 	e.User = qp
+	pd.dev.qpOpened()
 	return qp, nil
+}
+
+// forget counts the QP out of its Device, once.
+func (qp *QP) forget() {
+	qp.gone.Do(func() {
+		qp.pd.dev.stats.finished(qp.e)
+		qp.pd.dev.qpClosed()
+	})
 }
 
 // PD returns the QP's protection domain.
@@ -214,7 +224,7 @@ func (qp *QP) Attributes() QPAttributes {
 func (qp *QP) PostSend(wrs ...SendWR) error {
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
-	ewrs, err := qp.convertSends(wrs, nil)
+	ewrs, err := qp.convertSends(wrs)
 	if err != nil {
 		return err
 	}
@@ -222,35 +232,44 @@ func (qp *QP) PostSend(wrs ...SendWR) error {
 	return qp.postError(err)
 }
 
-func (qp *QP) convertSends(wrs []SendWR, waiter chan<- engine.CQE) ([]engine.SendWR, error) {
-	qp.swr, qp.sge = qp.swr[:0], qp.sge[:0]
+// convertSends converts send WRs into the engine's form in the QP's
+// scratch buffers (qp.mu held).
+func (qp *QP) convertSends(wrs []SendWR) ([]rdmap.SendWR, error) {
+	var err error
+	qp.swr, qp.sge, err = convertSends(qp.pd, wrs, qp.swr[:0], qp.sge[:0])
+	return qp.swr, err
+}
+
+// convertSends converts send WRs into the engine's form, appending to the
+// caller's slices.
+func convertSends(pd *PD, wrs []SendWR, swr []rdmap.SendWR, sge []rdmap.SGE) ([]rdmap.SendWR, []rdmap.SGE, error) {
 	for i := range wrs {
 		wr := &wrs[i]
 		op, ok := toEngineOp(wr.Op, wr.Flags)
 		if !ok {
-			return nil, fmt.Errorf("%w: send WR %d: opcode %v", ErrInvalidWR, i, wr.Op)
+			return swr, sge, fmt.Errorf("%w: send WR %d: opcode %v", ErrInvalidWR, i, wr.Op)
 		}
-		start := len(qp.sge)
+		start := len(sge)
 		for j := range wr.SGL {
 			s := &wr.SGL[j]
-			if s.MR == nil || s.MR.pd != qp.pd || s.Offset < 0 || s.Length < 0 || s.Offset > s.MR.Len() || s.MR.Len()-s.Offset < s.Length {
-				return nil, fmt.Errorf("%w: send WR %d: SGE %d outside its region or of another PD", ErrInvalidWR, i, j)
+			if s.MR == nil || s.MR.pd != pd || s.Offset < 0 || s.Length < 0 || s.Offset > s.MR.Len() || s.MR.Len()-s.Offset < s.Length {
+				return swr, sge, fmt.Errorf("%w: send WR %d: SGE %d outside its region or of another PD", ErrInvalidWR, i, j)
 			}
-			qp.sge = append(qp.sge, engine.SGE{Region: s.MR.r, Off: uint64(s.Offset), Len: uint32(s.Length)})
+			sge = append(sge, rdmap.SGE{Region: s.MR.r, Off: uint64(s.Offset), Len: uint32(s.Length)})
 		}
-		var f engine.Flags
+		var f rdmap.Flags
 		if wr.Flags&Signaled != 0 {
-			f |= engine.Signaled
+			f |= rdmap.Signaled
 		}
 		if wr.Flags&Fence != 0 {
-			f |= engine.Fence
+			f |= rdmap.Fence
 		}
 		if wr.Flags&Inline != 0 {
-			f |= engine.Inline
+			f |= rdmap.Inline
 		}
-		ewr := engine.SendWR{
-			ID: wr.ID, Op: op, Flags: f, SGL: qp.sge[start:len(qp.sge):len(qp.sge)],
-			RemoteSTag: wr.Remote.STag, RemoteTO: wr.Remote.TO, InvSTag: wr.InvalidateSTag, Waiter: waiter,
+		ewr := rdmap.SendWR{
+			ID: wr.ID, Op: op, Flags: f, SGL: sge[start:len(sge):len(sge)],
+			RemoteSTag: wr.Remote.STag, RemoteTO: wr.Remote.TO, InvSTag: wr.InvalidateSTag,
 			Imm: wr.Immediate,
 		}
 		switch wr.Op {
@@ -259,52 +278,54 @@ func (qp *QP) convertSends(wrs []SendWR, waiter chan<- engine.CQE) ([]engine.Sen
 		case OpCompareSwap:
 			ewr.Data, ewr.Mask, ewr.Compare, ewr.CompareMask = wr.Swap, wr.SwapMask, wr.Compare, wr.CompareMask
 		}
-		qp.swr = append(qp.swr, ewr)
+		swr = append(swr, ewr)
 	}
-	return qp.swr, nil
+	return swr, sge, nil
 }
 
-func toEngineOp(op Opcode, f SendFlags) (engine.Op, bool) {
+// toEngineOp maps an opcode and its Solicited flag to the engine's
+// operation.
+func toEngineOp(op Opcode, f SendFlags) (rdmap.Op, bool) {
 	se := f&Solicited != 0
 	switch {
 	case op == OpSend && se:
-		return engine.OpSendSE, true
+		return rdmap.OpSendSE, true
 	case op == OpSend:
-		return engine.OpSend, true
+		return rdmap.OpSend, true
 	case op == OpSendInvalidate && se:
-		return engine.OpSendSEInv, true
+		return rdmap.OpSendSEInv, true
 	case op == OpSendInvalidate:
-		return engine.OpSendInv, true
+		return rdmap.OpSendInv, true
 	case op == OpWrite:
-		return engine.OpWrite, true
+		return rdmap.OpWrite, true
 	case op == OpRead:
-		return engine.OpRead, true
+		return rdmap.OpRead, true
 	case op == OpSendWithImmediate && se:
-		return engine.OpSendSEImm, true
+		return rdmap.OpSendSEImm, true
 	case op == OpSendWithImmediate:
-		return engine.OpSendImm, true
+		return rdmap.OpSendImm, true
 	case op == OpSendInvalidateWithImmediate && se:
-		return engine.OpSendSEInvImm, true
+		return rdmap.OpSendSEInvImm, true
 	case op == OpSendInvalidateWithImmediate:
-		return engine.OpSendInvImm, true
+		return rdmap.OpSendInvImm, true
 	case op == OpReadV2:
-		return engine.OpReadV2, true
+		return rdmap.OpReadV2, true
 	case op == OpLocalInvalidate:
-		return engine.OpLocalInv, true
+		return rdmap.OpLocalInv, true
 	case op == OpReadWithInvalidate:
-		return engine.OpReadInv, true
+		return rdmap.OpReadInv, true
 	case op == OpFetchAdd:
-		return engine.OpFetchAdd, true
+		return rdmap.OpFetchAdd, true
 	case op == OpCompareSwap:
-		return engine.OpCmpSwap, true
+		return rdmap.OpCmpSwap, true
 	case op == OpImmediate && se:
-		return engine.OpImmediateSE, true
+		return rdmap.OpImmediateSE, true
 	case op == OpImmediate:
-		return engine.OpImmediate, true
+		return rdmap.OpImmediate, true
 	case op == OpWriteWithImmediate && se:
-		return engine.OpWriteImmSE, true
+		return rdmap.OpWriteImmSE, true
 	case op == OpWriteWithImmediate:
-		return engine.OpWriteImm, true
+		return rdmap.OpWriteImm, true
 	}
 	return 0, false
 }
@@ -313,16 +334,16 @@ func (qp *QP) postError(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, engine.ErrSQFull), errors.Is(err, engine.ErrRQFull), errors.Is(err, engine.ErrSQNeedsSignaled):
+	case errors.Is(err, rdmap.ErrSQFull), errors.Is(err, rdmap.ErrRQFull), errors.Is(err, rdmap.ErrSQNeedsSignaled):
 		return wrapAs(ErrQueueFull, err)
-	case errors.Is(err, engine.ErrNotConnected):
+	case errors.Is(err, verbs.ErrNotConnected):
 		return wrapAs(ErrNotConnected, err)
-	case errors.Is(err, engine.ErrQPState):
+	case errors.Is(err, rdmap.ErrQPState):
 		return wrapEngineError(err)
-	case errors.Is(err, engine.ErrNotSupportedByPeer):
+	case errors.Is(err, rdmap.ErrNotSupportedByPeer):
 		return wrapAs(ErrNotSupportedByPeer, err)
 	}
-	return wrapAs(ErrInvalidWR, err) // ErrSRQAttached and the WR checks
+	return wrapAs(ErrInvalidWR, err) // ErrSharedRecv and the WR checks
 }
 
 // PostRecv posts receive work requests, in order. Receives may be posted
@@ -353,15 +374,21 @@ func (qp *QP) start(c *mpa.Conn) error {
 		LocalAddr:       c.FPDU().NetConn().LocalAddr().String(),
 		PeerAddr:        c.FPDU().NetConn().RemoteAddr().String(),
 	}
+	mulpdu := c.MULPDU()
+	h := c.Handover()
 	qp.mu.Unlock()
 	qp.pd.dev.log.log(slog.LevelDebug, "iwarp: queue pair connected", slog.String("peer", qp.attrs.PeerAddr),
 		slog.Int("mpa_rev", int(p.Rev)), slog.Bool("crc", p.CRC), slog.Bool("rfc7306", qp.attrs.RFC7306), slog.Bool("v2", qp.attrs.V2))
-	return wrapEngineError(qp.e.Start(c.FPDU(), engine.Params{
-		IRD: int(p.IRD), ORD: int(p.ORD), MULPDU: c.MULPDU(),
-		FirstSendMSN: p.SendMSN(0), FirstReadMSN: p.SendMSN(1),
-		FirstPeerSendMSN: p.RecvMSN(0), FirstPeerReadMSN: p.RecvMSN(1),
-		RFC7306: p.Extensions&mpa.ExtRFC7306 != 0,
-		V2:      p.Extensions&mpa.ExtV2 != 0,
+	qp.pd.dev.stats.started(qp.e)
+	return wrapEngineError(qp.e.Start(h.NetConn, verbs.Setup{
+		Framing: h.Framing, RxOff: h.RxOff, TxOff: h.TxOff, Pending: h.Pending,
+		Params: rdmap.Params{
+			IRD: int(p.IRD), ORD: int(p.ORD), MULPDU: mulpdu,
+			FirstSendMSN: p.SendMSN(0), FirstReadMSN: p.SendMSN(1),
+			FirstPeerSendMSN: p.RecvMSN(0), FirstPeerReadMSN: p.RecvMSN(1),
+			RFC7306: p.Extensions&mpa.ExtRFC7306 != 0,
+			V2:      p.Extensions&mpa.ExtV2 != 0,
+		},
 	}))
 }
 
@@ -376,11 +403,16 @@ func (qp *QP) Disconnect(ctx context.Context) error { return wrapEngineError(qp.
 // Close tears the QP down at once (no Terminate: the peer sees the
 // connection close); outstanding work completes as flushed. It returns when
 // that is done. Close is safe to call more than once.
-func (qp *QP) Close() error { return wrapEngineError(qp.e.Close()) }
+func (qp *QP) Close() error {
+	err := wrapEngineError(qp.e.Close())
+	qp.releaseListener()
+	qp.forget()
+	return err
+}
 
 // convertRecvs converts receive WRs into the engine's form, appending to
 // the caller's scratch slices (no allocation once they are large enough).
-func convertRecvs(pd *PD, wrs []RecvWR, rwr []engine.RecvWR, sge []engine.SGE) ([]engine.RecvWR, []engine.SGE, error) {
+func convertRecvs(pd *PD, wrs []RecvWR, rwr []rdmap.RecvWR, sge []rdmap.SGE) ([]rdmap.RecvWR, []rdmap.SGE, error) {
 	for i := range wrs {
 		wr := &wrs[i]
 		start := len(sge)
@@ -389,9 +421,9 @@ func convertRecvs(pd *PD, wrs []RecvWR, rwr []engine.RecvWR, sge []engine.SGE) (
 			if s.MR == nil || s.MR.pd != pd || s.Offset < 0 || s.Length < 0 || s.Offset > s.MR.Len() || s.MR.Len()-s.Offset < s.Length {
 				return rwr, sge, fmt.Errorf("%w: recv WR %d: SGE %d outside its region or of another PD", ErrInvalidWR, i, j)
 			}
-			sge = append(sge, engine.SGE{Region: s.MR.r, Off: uint64(s.Offset), Len: uint32(s.Length)})
+			sge = append(sge, rdmap.SGE{Region: s.MR.r, Off: uint64(s.Offset), Len: uint32(s.Length)})
 		}
-		rwr = append(rwr, engine.RecvWR{ID: wr.ID, SGL: sge[start:len(sge):len(sge)]})
+		rwr = append(rwr, rdmap.RecvWR{ID: wr.ID, SGL: sge[start:len(sge):len(sge)]})
 	}
 	return rwr, sge, nil
 }

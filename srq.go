@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/goiwarp/iwarp/internal/engine"
+	"github.com/goiwarp/iwarp/internal/rdmap"
+	"github.com/goiwarp/iwarp/internal/verbs"
 )
 
 // SRQ is a shared receive queue: the receives of every QP created with
@@ -15,11 +16,11 @@ import (
 // that QP's receive CQ.
 type SRQ struct {
 	pd *PD
-	e  *engine.SRQ
+	e  *verbs.SRQ
 
 	mu  sync.Mutex // guards the post scratch buffers
-	rwr []engine.RecvWR
-	sge []engine.SGE
+	rwr []rdmap.RecvWR
+	sge []rdmap.SGE
 }
 
 // SRQConfig is the shape of a shared receive queue.
@@ -45,7 +46,7 @@ func (pd *PD) NewSRQ(cfg *SRQConfig) (*SRQ, error) {
 	if c.Depth < 1 || c.Depth > maxQueueDepth || c.MaxSGE < 1 || c.MaxSGE > maxSGE {
 		return nil, fmt.Errorf("%w: SRQ depth %d, MaxSGE %d", ErrInvalidConfig, c.Depth, c.MaxSGE)
 	}
-	e, err := engine.NewSRQ(c.Depth, c.MaxSGE)
+	e, err := verbs.NewSRQ(c.Depth, c.MaxSGE)
 	if err != nil {
 		return nil, wrapAs(ErrInvalidConfig, err)
 	}
@@ -65,7 +66,7 @@ func (s *SRQ) PostRecv(wrs ...RecvWR) error {
 		return err
 	}
 	if _, err := s.e.PostRecv(s.rwr); err != nil {
-		if errors.Is(err, engine.ErrSRQFull) {
+		if errors.Is(err, rdmap.ErrRQFull) {
 			return wrapAs(ErrQueueFull, err)
 		}
 		return wrapAs(ErrInvalidWR, err)
@@ -79,7 +80,7 @@ func (s *SRQ) PostRecv(wrs ...RecvWR) error {
 // (which would be fatal to that connection).
 func (s *SRQ) Arm(limit int) {
 	dev := s.pd.dev
-	s.e.Arm(limit, func(*engine.SRQ) {
+	s.e.Arm(limit, func(*verbs.SRQ) {
 		dev.stats.srqLimits.Add(1)
 		dev.event(Event{Type: EventSRQLimit, SRQ: s})
 	})

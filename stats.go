@@ -1,9 +1,11 @@
 package iwarp
 
 import (
+	"sync"
 	"sync/atomic"
 
-	"github.com/goiwarp/iwarp/internal/engine"
+	"github.com/goiwarp/iwarp/internal/rdmap"
+	"github.com/goiwarp/iwarp/internal/verbs"
 )
 
 // Stats are the counters of a QP or of a Device (the sum over its QPs). They
@@ -23,11 +25,10 @@ type Stats struct {
 	ORDStalls uint64
 	// SiwTerminates counts received Terminates in Linux siw's layout.
 	SiwTerminates uint64
-	// FPDUsByWaiters counts the received FPDUs (of FPDUsReceived) that a
-	// goroutine blocked in a blocking call or CQ wait read from the socket
-	// and handled itself, instead of the QP's receive goroutine: the
-	// network poller then wakes the waiter directly (docs/performance.md,
-	// "Latency").
+	// FPDUsByWaiters is always 0: it counted the received FPDUs that a
+	// goroutine blocked in a blocking call read itself, which the engine
+	// no longer does (the Device's poller reads every QP's connection
+	// without a hand-off).
 	FPDUsByWaiters uint64
 	// Terminates lists, per Terminate code seen, how many were sent and
 	// received.
@@ -50,13 +51,13 @@ type TerminateCount struct {
 	Sent, Received uint64
 }
 
-func snapshot(c *engine.Counters) Stats {
+// snapshot converts a QP's counters (plus extra, summed in).
+func snapshot(c *rdmap.Counters) Stats {
 	s := Stats{
-		FPDUsSent: c.FPDUsSent.Load(), FPDUsReceived: c.FPDUsReceived.Load(),
-		BytesSent: c.BytesSent.Load(), BytesReceived: c.BytesReceived.Load(),
-		CRCErrors: c.CRCErrors.Load(), RecvQueueEmpty: c.RecvQueueEmpty.Load(),
-		ORDStalls: c.ORDStalls.Load(), SiwTerminates: c.SiwTerminates.Load(),
-		FPDUsByWaiters: c.FPDUsByWaiters.Load(),
+		FPDUsSent: c.FPDUsSent, FPDUsReceived: c.FPDUsReceived,
+		BytesSent: c.BytesSent, BytesReceived: c.BytesReceived,
+		CRCErrors: c.CRCErrors, RecvQueueEmpty: c.RecvQueueEmpty,
+		ORDStalls: c.ORDStalls, SiwTerminates: c.SiwTerminates,
 	}
 	for _, t := range c.Terminates() {
 		s.Terminates = append(s.Terminates, TerminateCount{Code: termCode(t.Code), Other: t.Other, Sent: t.Sent, Received: t.Received})
@@ -64,23 +65,77 @@ func snapshot(c *engine.Counters) Stats {
 	return s
 }
 
+// add sums o into s (the Device's counters over its QPs).
+func (s *Stats) add(o *Stats) {
+	s.FPDUsSent += o.FPDUsSent
+	s.FPDUsReceived += o.FPDUsReceived
+	s.BytesSent += o.BytesSent
+	s.BytesReceived += o.BytesReceived
+	s.CRCErrors += o.CRCErrors
+	s.RecvQueueEmpty += o.RecvQueueEmpty
+	s.ORDStalls += o.ORDStalls
+	s.SiwTerminates += o.SiwTerminates
+next:
+	for _, t := range o.Terminates {
+		for i := range s.Terminates {
+			if u := &s.Terminates[i]; u.Code == t.Code && u.Other == t.Other {
+				u.Sent += t.Sent
+				u.Received += t.Received
+				continue next
+			}
+		}
+		s.Terminates = append(s.Terminates, t)
+	}
+}
+
 // Stats returns the QP's counters.
 func (qp *QP) Stats() Stats {
-	s := snapshot(qp.e.Stats())
+	c := qp.e.Stats()
+	s := snapshot(&c)
 	s.IRDInUse, s.ORDInUse = qp.e.IRDInUse(), qp.e.ORDInUse()
 	return s
 }
 
 // deviceStats are the Device's own counters.
 type deviceStats struct {
-	c         engine.Counters
+	mu        sync.Mutex
+	done      Stats                  // the sum over the QPs torn down
+	live      map[*verbs.QP]struct{} // the QPs not torn down yet
 	srqLimits atomic.Uint64
+}
+
+// started counts q among the Device's QPs.
+func (ds *deviceStats) started(q *verbs.QP) {
+	ds.mu.Lock()
+	ds.live[q] = struct{}{}
+	ds.mu.Unlock()
+}
+
+// finished moves q's counters into the sum of the QPs torn down.
+func (ds *deviceStats) finished(q *verbs.QP) {
+	c := q.Stats()
+	s := snapshot(&c)
+	ds.mu.Lock()
+	if _, ok := ds.live[q]; ok {
+		delete(ds.live, q)
+		ds.done.add(&s)
+	}
+	ds.mu.Unlock()
 }
 
 // Stats returns the Device's counters: the sums over every QP it has had.
 func (d *Device) Stats() Stats {
-	s := snapshot(&d.stats.c)
-	s.SRQLimitEvents = d.stats.srqLimits.Load()
+	ds := &d.stats
+	ds.mu.Lock()
+	var s Stats
+	s.add(&ds.done)
+	for q := range ds.live {
+		c := q.Stats()
+		qs := snapshot(&c)
+		s.add(&qs)
+	}
+	ds.mu.Unlock()
+	s.SRQLimitEvents = ds.srqLimits.Load()
 	s.DroppedEvents = d.ev.dropped.Load()
 	return s
 }

@@ -1,7 +1,8 @@
 package iwarp
 
 import (
-	"github.com/goiwarp/iwarp/internal/engine"
+	"github.com/goiwarp/iwarp/internal/rdmap"
+	"github.com/goiwarp/iwarp/internal/verbs"
 )
 
 // Opcode is the operation of a work request or a completion.
@@ -138,23 +139,23 @@ type Status uint8
 const (
 	// StatusSuccess: the work request completed. For a Send or Write it
 	// means the data was handed to TCP, not that the peer placed it.
-	StatusSuccess Status = Status(engine.StatusSuccess)
+	StatusSuccess Status = Status(rdmap.StatusSuccess)
 	// StatusFlushed: not completed: the QP left RTS first.
-	StatusFlushed Status = Status(engine.StatusFlushed)
+	StatusFlushed Status = Status(rdmap.StatusFlushed)
 	// StatusLocalLength: a received message did not fit the posted buffers.
-	StatusLocalLength Status = Status(engine.StatusLocalLength)
+	StatusLocalLength Status = Status(rdmap.StatusLocalLength)
 	// StatusLocalProtection: an SGE no longer covered by its region.
-	StatusLocalProtection Status = Status(engine.StatusLocalProtection)
+	StatusLocalProtection Status = Status(rdmap.StatusLocalProtection)
 	// StatusRemoteAccess: the peer refused the access (its Terminate).
-	StatusRemoteAccess Status = Status(engine.StatusRemoteAccess)
+	StatusRemoteAccess Status = Status(rdmap.StatusRemoteAccess)
 	// StatusRemoteOperation: the peer failed the operation (its Terminate).
-	StatusRemoteOperation Status = Status(engine.StatusRemoteOperation)
+	StatusRemoteOperation Status = Status(rdmap.StatusRemoteOperation)
 	// StatusFatal: the connection failed.
-	StatusFatal Status = Status(engine.StatusFatal)
+	StatusFatal Status = Status(rdmap.StatusFatal)
 )
 
 // String names the status.
-func (s Status) String() string { return engine.Status(s).String() }
+func (s Status) String() string { return rdmap.Status(s).String() }
 
 // Completion reports a finished work request.
 type Completion struct {
@@ -182,28 +183,28 @@ type Completion struct {
 }
 
 var fromEngineOp = [...]Opcode{
-	engine.OpSend: OpSend, engine.OpSendInv: OpSendInvalidate, engine.OpSendSE: OpSend,
-	engine.OpSendSEInv: OpSendInvalidate, engine.OpWrite: OpWrite, engine.OpRead: OpRead, engine.OpRecv: OpRecv,
-	engine.OpFetchAdd: OpFetchAdd, engine.OpCmpSwap: OpCompareSwap, engine.OpImmediate: OpImmediate,
-	engine.OpImmediateSE: OpImmediate, engine.OpWriteImm: OpWriteWithImmediate, engine.OpWriteImmSE: OpWriteWithImmediate,
-	engine.OpLocalInv: OpLocalInvalidate, engine.OpReadInv: OpReadWithInvalidate,
-	engine.OpSendImm: OpSendWithImmediate, engine.OpSendSEImm: OpSendWithImmediate,
-	engine.OpSendInvImm: OpSendInvalidateWithImmediate, engine.OpSendSEInvImm: OpSendInvalidateWithImmediate,
-	engine.OpReadV2: OpReadV2,
+	rdmap.OpSend: OpSend, rdmap.OpSendInv: OpSendInvalidate, rdmap.OpSendSE: OpSend,
+	rdmap.OpSendSEInv: OpSendInvalidate, rdmap.OpWrite: OpWrite, rdmap.OpRead: OpRead, rdmap.OpRecv: OpRecv,
+	rdmap.OpFetchAdd: OpFetchAdd, rdmap.OpCmpSwap: OpCompareSwap, rdmap.OpImmediate: OpImmediate,
+	rdmap.OpImmediateSE: OpImmediate, rdmap.OpWriteImm: OpWriteWithImmediate, rdmap.OpWriteImmSE: OpWriteWithImmediate,
+	rdmap.OpLocalInv: OpLocalInvalidate, rdmap.OpReadInv: OpReadWithInvalidate,
+	rdmap.OpSendImm: OpSendWithImmediate, rdmap.OpSendSEImm: OpSendWithImmediate,
+	rdmap.OpSendInvImm: OpSendInvalidateWithImmediate, rdmap.OpSendSEInvImm: OpSendInvalidateWithImmediate,
+	rdmap.OpReadV2: OpReadV2,
 }
 
 // completion converts an engine completion.
-func completion(e *engine.CQE) Completion {
+func completion(e *rdmap.Completion, q *verbs.QP) Completion {
 	c := Completion{ID: e.ID, Status: Status(e.Status), Len: int(e.Len), Err: e.Err}
 	if int(e.Op) < len(fromEngineOp) {
 		c.Op = fromEngineOp[e.Op]
 	}
-	if e.QP != nil {
-		c.QP, _ = e.QP.User.(*QP)
+	if q != nil {
+		c.QP, _ = q.User.(*QP)
 	}
-	c.Solicited = e.Flags&engine.Solicited != 0
-	c.HasImmediate, c.Immediate, c.Original = e.Flags&engine.HasImm != 0, e.Imm, e.Original
-	if e.Flags&engine.Invalidated != 0 {
+	c.Solicited = e.Flags&rdmap.Solicited != 0
+	c.HasImmediate, c.Immediate, c.Original = e.Flags&rdmap.HasImm != 0, e.Imm, e.Original
+	if e.Flags&rdmap.Invalidated != 0 {
 		c.Invalidated = e.InvSTag
 	}
 	if c.Err != nil {

@@ -58,3 +58,25 @@ func (c *Conn) Close() error {
 func (c *Conn) releaseHold() {
 	c.holdOnce.Do(func() { close(c.hold) })
 }
+
+// Handover returns what a successor that frames the same stream itself (an
+// Encoder and a Decoder) needs to continue it where c leaves off: the
+// stream offsets of the next octet to read and to write (markers are
+// placed relative to the start of full operation, RFC 5044 §4.3), the
+// octets already read from the connection and not yet consumed, and
+// whether the Responder rule (RFC 5044 §7.1.2) still holds sends back.
+// The Reader must be between FPDUs and the Writer flushed; c must not be
+// used afterwards (the connection itself stays open).
+func (c *Conn) Handover() (rxOff, txOff uint64, pending []byte, hold bool) {
+	r := &c.r
+	if r.st.w > r.st.r {
+		pending = append([]byte(nil), r.st.buf[r.st.r:r.st.w]...)
+	}
+	r.st.drop()
+	select {
+	case <-c.hold:
+	default:
+		hold = true
+	}
+	return r.m.pos, c.w.m.pos, pending, hold
+}

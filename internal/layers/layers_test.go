@@ -24,8 +24,7 @@ var rank = map[string]int{
 	"internal/ddp":       3,
 	"internal/mem":       3,
 	"internal/rdmap":     4,
-	"internal/engine":    5,
-	"internal/verbs":     5, // the rebuilt engine's shell: QP, CQ, SRQ around internal/rdmap (replaces internal/engine)
+	"internal/verbs":     5, // the engine's shell: QP, CQ, SRQ around internal/rdmap
 	"":                   6, // the root package: the public verbs API
 	"internal/capture":   10,
 	"internal/decode":    11,

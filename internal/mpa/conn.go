@@ -1,6 +1,8 @@
 package mpa
 
 import (
+	"net"
+
 	"github.com/goiwarp/iwarp/internal/fpdu"
 )
 
@@ -43,4 +45,29 @@ func newFPDUConn(s *startup, p *Params, holdSend bool) *fpdu.Conn {
 		MaxULPDU:             s.maxULPDU,
 		HoldSendUntilReceive: holdSend,
 	})
+}
+
+// Handover is the connection in full operation as a sans-I/O framing
+// continues it (see Conn.Handover).
+type Handover struct {
+	// NetConn is the connection.
+	NetConn net.Conn
+	// Framing are the negotiated framing options; HoldSendUntilReceive is
+	// set when the Responder rule still holds sends back.
+	Framing fpdu.Options
+	// RxOff and TxOff are the stream offsets of the next octet to read and
+	// to write, counted from the start of full operation.
+	RxOff, TxOff uint64
+	// Pending are octets already read from the connection (after the RTR
+	// exchange) and not yet consumed.
+	Pending []byte
+}
+
+// Handover ends c's own framing and returns what is needed to continue the
+// stream: c must not be used afterwards (the connection stays open).
+func (c *Conn) Handover() Handover {
+	rx, tx, pending, hold := c.fc.Handover()
+	o := c.fc.Options()
+	o.HoldSendUntilReceive = hold
+	return Handover{NetConn: c.fc.NetConn(), Framing: o, RxOff: rx, TxOff: tx, Pending: pending}
 }

@@ -45,7 +45,7 @@
 // # Ownership of mutable state
 //
 // Every piece of mutable state has one owner (the table of
-// docs/architecture.md once the shell replaces internal/engine):
+// docs/architecture.md):
 //
 //	state                          owner                       who may read it            how others ask for a change
 //	QP.core (SQ, RQ handle, ORQ,   holder of QP.mu             holder of QP.mu            call a method under QP.mu
