@@ -1,5 +1,3 @@
-//go:build iwarp_defects
-
 package iwarp_test
 
 import (
@@ -18,16 +16,11 @@ import (
 	"github.com/goiwarp/iwarp/internal/wire"
 )
 
-// The defects of the engine review (issue 17) left for the engine rebuild
-// (docs/engine-rebuild.md): hangs, memory lifetime, the responder stall,
-// Read then Atomic. Each test fails on the current engine, within its
-// bounds (a hang leaves goroutines behind, which the package's leak check
-// reports too). Run them with
-//
-//	go test -tags iwarp_defects -run 'TestDefect' .
-//
-// Once the rebuilt engine passes them, the build tag goes and they join
-// defects_test.go.
+// The defects of the engine review (issue 17) that the engine rebuild
+// fixed (docs/engine-rebuild.md): hangs, memory lifetime, the responder
+// stall, Read then Atomic. Each failed on the old engine within its bounds
+// (a hang leaves goroutines behind, which the package's leak check reports
+// too); they run with the rest of the suite.
 
 // bigRead is larger than what the loopback socket buffers hold while the
 // peer reads nothing, so its Read Response keeps the sender writing.

@@ -23,10 +23,10 @@ import (
 
 // Regression tests for the defects an independent review of the engine
 // reproduced (issue 17), numbered as the issue numbers them. The defects
-// fixed in the current engine are here; those left for the engine rebuild
-// are in defects_rebuild_test.go (build tag iwarp_defects), and defect 8,
-// which the public API cannot show, is an engine test. docs/engine-rebuild.md
-// has the table. Every wait is bounded by defectWait.
+// the old engine fixed are here; those the engine rebuild fixed are in
+// defects_rebuild_test.go, and defect 8, which the public API cannot show,
+// is internal/verbs' TestPostRecvDuringTeardown. docs/engine-rebuild.md has
+// the table. Every wait is bounded by defectWait.
 
 // defectWait bounds every wait of these tests: a hang fails the test.
 const defectWait = 10 * time.Second
