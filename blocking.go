@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/goiwarp/iwarp/internal/rdmap"
+	"github.com/goiwarp/iwarp/internal/verbs"
 )
 
 // Blocking convenience calls. They post an ordinary work request on the
@@ -37,19 +37,42 @@ func (qp *QP) Read(ctx context.Context, sink SGE, remote RemoteBuffer) error {
 
 // Do posts wr and waits for its completion, whatever its Signaled flag.
 func (qp *QP) Do(ctx context.Context, wr SendWR) (Completion, error) {
-	var (
-		one  [1]rdmap.SendWR
-		sges [4]rdmap.SGE
-	)
-	ewrs, _, err := convertSends(qp.pd, []SendWR{wr}, one[:0], sges[:0])
+	w := qp.getWaiter()
+	qp.mu.Lock()
+	ewrs, err := qp.convertSends([]SendWR{wr})
+	if err == nil {
+		err = qp.postError(qp.e.PostWait(ewrs[0], w))
+	}
+	qp.mu.Unlock()
 	if err != nil {
+		qp.putWaiter(w)
 		return Completion{}, err
 	}
-	c, err := qp.e.Do(ctx, ewrs[0])
+	c, err := w.Wait(ctx)
 	if err != nil {
-		return Completion{}, qp.postError(err) // a context's error as it is
+		return Completion{}, err // w is left to its completion, not reused
 	}
+	qp.putWaiter(w)
 	return completion(&c, qp.e), nil
+}
+
+// getWaiter returns an idle Waiter of the QP's pool, or a new one.
+func (qp *QP) getWaiter() *verbs.Waiter {
+	qp.wmu.Lock()
+	defer qp.wmu.Unlock()
+	if n := len(qp.waiters); n > 0 {
+		w := qp.waiters[n-1]
+		qp.waiters = qp.waiters[:n-1]
+		return w
+	}
+	return verbs.NewWaiter()
+}
+
+// putWaiter returns an idle Waiter to the pool.
+func (qp *QP) putWaiter(w *verbs.Waiter) {
+	qp.wmu.Lock()
+	qp.waiters = append(qp.waiters, w)
+	qp.wmu.Unlock()
 }
 
 func (qp *QP) do(ctx context.Context, wr SendWR) error {

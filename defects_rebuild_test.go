@@ -140,6 +140,9 @@ func TestDefect01LocalInvalidateBehindReadResponse(t *testing.T) {
 	if err := ep.qp.PostSend(iwarp.SendWR{ID: 1, Op: iwarp.OpWrite, Flags: iwarp.Signaled, SGL: []iwarp.SGE{src.SGE(0, bigRead)}, Remote: iwarp.RemoteBuffer{STag: 0x5500, Len: bigRead}}); err != nil {
 		t.Fatal(err)
 	}
+	for ep.qp.Stats().FPDUsSent == 0 {
+		runtime.Gosched() // the Write has begun (a transmit goroutine may write it)
+	}
 	rr := wire.ReadRequest{SinkSTag: 0x6600, Size: 64, SrcSTag: x.STag()}
 	p.send(t, conform.ReadRequest(p.rv, p.nextMSN(wire.QNReadReq), rr))
 	recvSync(t, ep, p, 900) // the Read Request is queued behind the Write

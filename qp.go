@@ -63,11 +63,18 @@ type QP struct {
 	cfg QPConfig
 	e   *verbs.QP
 
-	mu    sync.Mutex // guards attrs and the post scratch buffers
+	amu   sync.Mutex // guards attrs
 	attrs QPAttributes
-	swr   []rdmap.SendWR
-	rwr   []rdmap.RecvWR
-	sge   []rdmap.SGE
+	// mu guards the post scratch buffers. The engine may tear the QP down
+	// inside a post (Device.qpDone runs then), so nothing that teardown
+	// takes may be taken under mu (attrs has its own lock).
+	mu  sync.Mutex
+	swr []rdmap.SendWR
+	rwr []rdmap.RecvWR
+	sge []rdmap.SGE
+
+	wmu     sync.Mutex // guards waiters
+	waiters []*verbs.Waiter
 
 	// gone counts the QP out of its Device once (torn down or closed).
 	gone sync.Once
@@ -212,8 +219,8 @@ type QPAttributes struct {
 
 // Attributes returns what the connection negotiated.
 func (qp *QP) Attributes() QPAttributes {
-	qp.mu.Lock()
-	defer qp.mu.Unlock()
+	qp.amu.Lock()
+	defer qp.amu.Unlock()
 	return qp.attrs
 }
 
@@ -365,7 +372,7 @@ func (qp *QP) PostRecv(wrs ...RecvWR) error {
 // start hands an established MPA connection to the engine.
 func (qp *QP) start(c *mpa.Conn) error {
 	p := c.Params()
-	qp.mu.Lock()
+	qp.amu.Lock()
 	qp.attrs = QPAttributes{
 		MPARevision: int(p.Rev), CRC: p.CRC, SendMarkers: p.SendMarkers, RecvMarkers: p.RecvMarkers,
 		P2P: p.P2P, RTR: p.RTR.String(), IRD: int(p.IRD), ORD: int(p.ORD), MULPDU: c.MULPDU(),
@@ -376,7 +383,7 @@ func (qp *QP) start(c *mpa.Conn) error {
 	}
 	mulpdu := c.MULPDU()
 	h := c.Handover()
-	qp.mu.Unlock()
+	qp.amu.Unlock()
 	qp.pd.dev.log.log(slog.LevelDebug, "iwarp: queue pair connected", slog.String("peer", qp.attrs.PeerAddr),
 		slog.Int("mpa_rev", int(p.Rev)), slog.Bool("crc", p.CRC), slog.Bool("rfc7306", qp.attrs.RFC7306), slog.Bool("v2", qp.attrs.V2))
 	qp.pd.dev.stats.started(qp.e)
