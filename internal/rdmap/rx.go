@@ -161,6 +161,52 @@ func (c *Core) RxBuf() []byte {
 	return b
 }
 
+// RxBufs is RxBuf for a vectored read (readv): it appends to iov where the
+// next received octets go, in stream order. While a large payload is being
+// placed that is the rest of its destination (pinned until RxDone), then
+// the staging buffer for the FPDU's trailer and the next FPDU's first
+// octets, so that one read brings both; otherwise the one slice RxBuf
+// would return. It appends nothing when RxBuf would return nil. RxDone
+// then takes the octets written across the slices, in order.
+func (c *Core) RxBufs(iov [][]byte) [][]byte {
+	rx := &c.rx
+	if rx.ended || c.state == StateError || rx.dead {
+		if b := c.RxBuf(); b != nil {
+			iov = append(iov, b)
+		}
+		return iov
+	}
+	for rx.d.Step() != fpdu.NeedBytes {
+		c.process()
+		if rx.ended || c.state == StateError || rx.dead {
+			return c.RxBufs(iov)
+		}
+	}
+	n := len(iov)
+	iov = rx.d.Bufs(iov)
+	if len(iov) == n+1 {
+		// One slice: a staging buffer, or a destination piece with
+		// nothing after it. RxBuf's pins apply.
+		if !c.pinForRead(iov[n]) {
+			c.lostPlacement()
+			return c.RxBufs(iov[:n])
+		}
+		rx.out = true
+		return iov
+	}
+	// A destination and what follows it: every piece of the destination
+	// is pinned, since the staging part may hold payload that a marker
+	// cut off, which is copied into place when RxDone reports it.
+	for i := range rx.dsts {
+		if !rx.pin(i) {
+			c.lostPlacement()
+			return c.RxBufs(iov[:n])
+		}
+	}
+	rx.out = true
+	return iov
+}
+
 // RxDone reports that n octets were written into the buffer the last
 // RxBuf returned (0 <= n <= its length) and handles what they complete.
 func (c *Core) RxDone(n int) {

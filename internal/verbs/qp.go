@@ -112,6 +112,9 @@ type QP struct {
 	// holder is between RxBuf and RxDone, or TxBufs and TxDone. The flush
 	// is complete only when both are false.
 	rxOut, txOut bool
+	// rxIOV is the receive token holder's scratch for Core.RxBufs.
+	rxIOV [][]byte
+	rxVec iovScratch // rxWaiting's iovec scratch
 	// hold: the MPA Responder rule (RFC 5044 §7.1.2): nothing is sent
 	// before the peer's first octet arrived (the Core holds its output
 	// too; the shell's flag keeps the transmit path idle and lets the

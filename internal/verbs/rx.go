@@ -87,23 +87,35 @@ func (q *QP) rxPoll(budget int) rxResult {
 	h := q.hp.Load()
 	for got := 0; got < budget; {
 		q.mu.Lock()
-		buf := q.core.RxBuf()
-		if buf == nil {
+		iov := q.core.RxBufs(q.rxIOV[:0])
+		if len(iov) == 0 {
 			q.rxStop.Store(true)
 			a := q.afterLocked()
 			q.mu.Unlock()
 			q.act(a)
 			return rxStop
 		}
+		q.rxIOV = iov
 		q.rxOut = true
 		q.mu.Unlock()
-		n, err := h.Read(buf)
+		var n int
+		var err error
+		if len(iov) == 1 {
+			n, err = h.Read(iov[0])
+		} else {
+			n, err = h.Readv(iov)
+		}
+		want := 0
+		for _, b := range iov {
+			want += len(b)
+		}
 		q.mu.Lock()
 		q.rxOut = false
 		q.core.RxDone(n)
+		clear(q.rxIOV)
 		res := rxBusy
 		switch {
-		case err == nil && n < len(buf), errors.Is(err, poll.ErrWouldBlock):
+		case err == nil && n < want, errors.Is(err, poll.ErrWouldBlock):
 			res = rxIdle // a short read: the socket was empty
 		case errors.Is(err, io.EOF):
 			q.core.RxEOF(nil)

@@ -45,19 +45,31 @@ func (q *QP) rxWaiting() {
 func (q *QP) rxReadable(fd uintptr) bool {
 	for {
 		q.mu.Lock()
-		buf := q.core.RxBuf()
-		if buf == nil {
+		iov := q.core.RxBufs(q.rxIOV[:0])
+		if len(iov) == 0 {
 			q.rxStop.Store(true)
 			q.rxActs |= q.afterLocked()
 			q.mu.Unlock()
 			return true
 		}
+		q.rxIOV = iov
 		q.rxOut = true
 		q.mu.Unlock()
-		n, errno := rawRead(fd, buf)
+		var n int
+		var errno syscall.Errno
+		want := len(iov[0])
+		if len(iov) == 1 {
+			n, errno = rawRead(fd, iov[0])
+		} else {
+			for _, b := range iov[1:] {
+				want += len(b)
+			}
+			n, errno, q.rxVec = rawReadv(fd, iov, q.rxVec)
+		}
 		q.mu.Lock()
 		q.rxOut = false
 		q.core.RxDone(n)
+		clear(q.rxIOV)
 		if n > 0 {
 			q.hold = false
 		}
@@ -81,8 +93,11 @@ func (q *QP) rxReadable(fd uintptr) bool {
 		switch {
 		case stop, a != 0:
 			return true
-		case errno == syscall.EAGAIN, n < len(buf):
+		case errno == syscall.EAGAIN, n < want:
 			return false // the socket is empty: wait for more
 		}
 	}
 }
+
+// iovScratch is the iovec array rawReadv fills.
+type iovScratch = []syscall.Iovec

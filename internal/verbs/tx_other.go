@@ -25,3 +25,6 @@ func (q *QP) txTry() (int, error) { return 0, poll.ErrUnsupported }
 
 // rxWaiting is the blocking receive goroutine here (rawIO is false).
 func (q *QP) rxWaiting() { q.rxBlocking() }
+
+// iovScratch is unused where rxWaiting does not read with readv(2).
+type iovScratch = struct{}
