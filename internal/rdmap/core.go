@@ -189,17 +189,14 @@ func New(cfg Config) (*Core, error) {
 		p.MULPDU = fpdu.MaxULPDULen
 	}
 	c := &Core{
-		cfg:      cfg,
-		p:        p,
-		rv:       wire.RDMAPVersion1,
-		state:    StateRTS,
-		sq:       make([]sqEntry, cfg.SQDepth),
-		sqSGE:    make([]SGE, cfg.SQDepth*cfg.MaxSGE),
-		sqGen:    make([]mem.Gen, cfg.SQDepth*cfg.MaxSGE),
-		sqInline: make([]byte, cfg.SQDepth*cfg.MaxInline),
-		orq:      newRing[uint64](p.ORD),
-		irq:      newRing[irqEntry](p.IRD),
+		cfg:   cfg,
+		p:     p,
+		rv:    wire.RDMAPVersion1,
+		state: StateRTS,
+		orq:   newRing[uint64](p.ORD),
+		irq:   newRing[irqEntry](p.IRD),
 	}
+	c.newSQ(min(sqInitial, cfg.SQDepth))
 	if p.V2 {
 		c.rv = wire.RDMAPVersion2
 		c.p.RFC7306 = true // V2 requires all of RFC 7306

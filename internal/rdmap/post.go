@@ -24,7 +24,7 @@ func (c *Core) PostSend(wrs []SendWR) (int, error) {
 }
 
 func (c *Core) postOneSend(wr *SendWR) error {
-	depth := uint64(len(c.sq))
+	depth := uint64(c.cfg.SQDepth)
 	if c.sqTail-c.sqFree >= depth {
 		return ErrSQFull
 	}
@@ -38,7 +38,10 @@ func (c *Core) postOneSend(wr *SendWR) error {
 	if err != nil {
 		return err
 	}
-	slot := int(c.sqTail % depth)
+	if c.sqTail-c.sqFree >= uint64(len(c.sq)) {
+		c.growSQ()
+	}
+	slot := int(c.sqTail % uint64(len(c.sq)))
 	e := &c.sq[slot]
 	lo := slot * c.cfg.MaxSGE
 	*e = sqEntry{wr: *wr, seq: c.sqTail, size: total}

@@ -18,6 +18,7 @@ type RecvRing struct {
 	sge    []SGE
 	gen    []mem.Gen
 	maxSGE int
+	depth  int // the capacity; ring grows to it (growRing)
 	// free <= head <= tail: [free, head) taken (in use or awaiting
 	// release), [head, tail) posted.
 	free, head, tail uint64
@@ -32,11 +33,44 @@ type rqEntry struct {
 // NewRecvRing returns a receive queue of depth receives of up to maxSGE
 // elements each.
 func NewRecvRing(depth, maxSGE int) *RecvRing {
-	return &RecvRing{
-		ring:   make([]rqEntry, depth),
-		sge:    make([]SGE, depth*maxSGE),
-		gen:    make([]mem.Gen, depth*maxSGE),
-		maxSGE: maxSGE,
+	q := &RecvRing{maxSGE: maxSGE, depth: depth}
+	q.alloc(min(rqInitial, depth))
+	return q
+}
+
+// rqInitial is the number of slots a RecvRing starts with: it grows,
+// doubling up to its depth, only when more receives are posted at once,
+// so that an idle QP costs little memory.
+const rqInitial = 4
+
+// alloc allocates n slots with their SGE and generation arrays.
+func (q *RecvRing) alloc(n int) {
+	q.ring = make([]rqEntry, n)
+	q.sge = make([]SGE, n*q.maxSGE)
+	q.gen = make([]mem.Gen, n*q.maxSGE)
+}
+
+// grow doubles the slots (up to the depth) when every slot is in use:
+// the entries of [free, tail) move to their slots in the larger arrays
+// with their SGLs and generations. The old arrays are not written again,
+// so a taken receive's SGL and gens stay valid until its Release.
+func (q *RecvRing) grow() {
+	old := q.ring
+	n := min(2*len(old), q.depth)
+	q.alloc(n)
+	for seq := q.free; seq < q.tail; seq++ {
+		o := &old[seq%uint64(len(old))]
+		slot := int(seq % uint64(n))
+		e := &q.ring[slot]
+		*e = *o
+		lo := slot * q.maxSGE
+		if o.wr.SGL != nil {
+			e.wr.SGL = append(q.sge[lo:lo], o.wr.SGL...)
+		}
+		if o.gens != nil {
+			e.gens = q.gen[lo : lo+len(o.gens)]
+			copy(e.gens, o.gens)
+		}
 	}
 }
 
@@ -45,7 +79,7 @@ func NewRecvRing(depth, maxSGE int) *RecvRing {
 // first that cannot be posted and returns how many were posted and why
 // the next failed (ErrRQFull, ErrTooManySGE, ErrBadSGE, ErrAccess).
 func (q *RecvRing) Post(wrs []RecvWR) (int, error) {
-	depth := uint64(len(q.ring))
+	depth := uint64(q.depth)
 	for i := range wrs {
 		wr := &wrs[i]
 		if q.tail-q.free >= depth {
@@ -54,7 +88,10 @@ func (q *RecvRing) Post(wrs []RecvWR) (int, error) {
 		if err := q.check(wr); err != nil {
 			return i, fmt.Errorf("recv WR %d (id %d): %w", i, wr.ID, err)
 		}
-		slot := int(q.tail % depth)
+		if q.tail-q.free >= uint64(len(q.ring)) {
+			q.grow()
+		}
+		slot := int(q.tail % uint64(len(q.ring)))
 		lo, hi := slot*q.maxSGE, slot*q.maxSGE+len(wr.SGL)
 		sgl := append(q.sge[lo:lo], wr.SGL...)
 		gens := q.gen[lo:hi]
@@ -113,4 +150,4 @@ func (q *RecvRing) Release(slot uint64) {
 func (q *RecvRing) Posted() int { return int(q.tail - q.head) }
 
 // Depth returns the queue's capacity.
-func (q *RecvRing) Depth() int { return len(q.ring) }
+func (q *RecvRing) Depth() int { return q.depth }

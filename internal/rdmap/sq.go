@@ -96,3 +96,55 @@ func (c *Core) ReleaseRecv(slot uint64) {
 		c.rq.Release(slot)
 	}
 }
+
+// sqInitial is the number of send-queue slots a Core starts with: the
+// arrays grow, doubling up to the configured depth, only when more WRs
+// are outstanding at once, so that an idle QP costs little memory.
+const sqInitial = 4
+
+// newSQ allocates n send-queue slots with their SGE, generation and
+// inline arrays.
+func (c *Core) newSQ(n int) {
+	c.sq = make([]sqEntry, n)
+	c.sqSGE = make([]SGE, n*c.cfg.MaxSGE)
+	c.sqGen = make([]mem.Gen, n*c.cfg.MaxSGE)
+	c.sqInline = nil
+	if c.cfg.MaxInline > 0 {
+		c.sqInline = make([]byte, n*c.cfg.MaxInline)
+	}
+}
+
+// growSQ doubles the send queue's slots (up to the configured depth) when
+// every slot is in use: the entries of [sqFree, sqTail) move to their
+// slots in the larger arrays, with their SGLs, generations and inline
+// payloads, and the message being transmitted follows its entry. The old
+// arrays are not written again: an Encoder still referencing an old
+// inline payload reads what it held.
+func (c *Core) growSQ() {
+	old := c.sq
+	n := min(2*len(old), c.cfg.SQDepth)
+	c.newSQ(n)
+	for seq := c.sqFree; seq < c.sqTail; seq++ {
+		o := &old[seq%uint64(len(old))]
+		slot := int(seq % uint64(n))
+		e := &c.sq[slot]
+		*e = *o
+		if o.inline != nil {
+			lo := slot * c.cfg.MaxInline
+			e.inline = c.sqInline[lo : lo+len(o.inline)]
+			copy(e.inline, o.inline)
+		}
+		if o.wr.SGL != nil {
+			lo := slot * c.cfg.MaxSGE
+			e.wr.SGL = append(c.sqSGE[lo:lo], o.wr.SGL...)
+		}
+		if o.gens != nil {
+			lo := slot * c.cfg.MaxSGE
+			e.gens = c.sqGen[lo : lo+len(o.gens)]
+			copy(e.gens, o.gens)
+		}
+		if c.tx.cur.e == o {
+			c.tx.cur.e = e
+		}
+	}
+}
