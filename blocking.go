@@ -48,7 +48,7 @@ func (qp *QP) Do(ctx context.Context, wr SendWR) (Completion, error) {
 		qp.putWaiter(w)
 		return Completion{}, err
 	}
-	c, err := w.Wait(ctx)
+	c, err := qp.e.WaitFor(ctx, w)
 	if err != nil {
 		return Completion{}, err // w is left to its completion, not reused
 	}

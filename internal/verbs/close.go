@@ -41,8 +41,11 @@ func (q *QP) Close() error {
 
 // unreserve gives the QP's reservations back to its CQs.
 func (q *QP) unreserve() {
+	q.unwatchCtx()
+	q.cfg.SendCQ.leave(q)
 	q.cfg.SendCQ.unreserve(q.cfg.SQDepth)
 	if q.cfg.SRQ == nil {
+		q.cfg.RecvCQ.leave(q)
 		q.cfg.RecvCQ.unreserve(q.cfg.RQDepth)
 	}
 }

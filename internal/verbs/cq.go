@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/goiwarp/iwarp/internal/rdmap"
 )
@@ -105,6 +106,14 @@ type CQ struct {
 	reserved int
 	armed    int
 	closed   bool
+	// members are the QPs whose completions come here (once per queue
+	// attached), and shared is set once an SRQ's come too: Wait reads a
+	// QP's socket itself only when that QP is the only source.
+	members []*QP
+	shared  bool
+	// reader is the QP whose socket a Wait is reading (waitReading): a
+	// completion added by anyone else interrupts its park.
+	reader atomic.Pointer[QP]
 }
 
 // NewCQ returns a completion queue for up to capacity entries, notifying
@@ -132,6 +141,46 @@ func (cq *CQ) reserve(n int) error {
 	}
 	cq.reserved += n
 	return nil
+}
+
+// join records q as a source of the CQ's completions (nil: an SRQ's,
+// from any QP).
+func (cq *CQ) join(q *QP) {
+	cq.mu.Lock()
+	if q == nil {
+		cq.shared = true
+	} else {
+		cq.members = append(cq.members, q)
+	}
+	cq.mu.Unlock()
+}
+
+// leave forgets one join of q.
+func (cq *CQ) leave(q *QP) {
+	cq.mu.Lock()
+	for i, m := range cq.members {
+		if m == q {
+			cq.members = append(cq.members[:i], cq.members[i+1:]...)
+			break
+		}
+	}
+	cq.mu.Unlock()
+}
+
+// sole returns the only QP whose completions come to the CQ, or nil.
+func (cq *CQ) sole() *QP {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if cq.shared || len(cq.members) == 0 {
+		return nil
+	}
+	q := cq.members[0]
+	for _, m := range cq.members[1:] {
+		if m != q {
+			return nil
+		}
+	}
+	return q
 }
 
 // unreserve gives back what reserve took, when a queue is destroyed.
@@ -169,7 +218,10 @@ func (cq *CQ) add(c *rdmap.Completion, q *QP) (fire bool) {
 
 // notify wakes the CQ's waiters after one or more adds, and notifies the
 // event channel if an add met its arm. It never blocks.
-func (cq *CQ) notify(fire bool) {
+func (cq *CQ) notify(fire bool, self *QP) {
+	if r := cq.reader.Load(); r != nil && r != self {
+		r.interruptReader()
+	}
 	select {
 	case cq.wake <- struct{}{}:
 	default:
@@ -223,6 +275,16 @@ func (cq *CQ) Wait(ctx context.Context) error {
 				return nil
 			}
 			return ErrCQClosed
+		}
+		if q := cq.sole(); q != nil && cq.reader.CompareAndSwap(nil, q) {
+			ok, err := q.waitReading(ctx, nil, cq)
+			cq.reader.Store(nil)
+			if ok {
+				if err != nil {
+					return err
+				}
+				continue
+			}
 		}
 		select {
 		case <-cq.wake:

@@ -30,6 +30,17 @@
 // bounce buffer, never into registered memory, and copies under the lock.
 // No pin is ever held across a wait.
 //
+// A goroutine waiting for a completion (CQ.Wait on a CQ that only one QP
+// feeds, or WaitFor after PostWait) that finds the receive token free
+// takes it and reads the socket itself (waitread_linux.go): it disarms the
+// poller, reads as Ready does, and parks in the runtime's network poller
+// on the socket, so a response reaches it without a hop through another
+// goroutine. Nothing depends on it for progress: a completion anyone else
+// adds for it, and the end of its context, interrupt its park (a read
+// deadline in the past, used for nothing else and taken back before the
+// token is released); on leaving it releases the token and re-arms, so
+// octets that arrive after it left fire Ready as usual.
+//
 // Transmitting: the goroutine that gave the Core work (a poster, the
 // receiver with a Read Response) takes the transmit token and writes
 // Core.TxBufs with one non-blocking writev. Only when the socket is full
@@ -55,7 +66,12 @@
 //	  txOut, sqTail, waiters, timers)
 //	QP.rq (own receive ring)       holder of QP.mu             holder of QP.mu            PostRecv, CQ.Poll's release
 //	decoder staging, RxBuf slice,  holder of the rx token      that holder                CAS rxTok; the holder re-arms
-//	  QP.rxActs
+//	  QP.rxActs, rxIOV, rxVec,
+//	  rdWaiter, rdCQ, rdActs
+//	QP.readerWaiting, rdPast,      QP.rdMu                     anyone (readerWaiting,     interruptReader (a completion
+//	  rdCtx, rdStop, rdClosed                                    atomic)                    for the waiter, ctx's end)
+//	CQ.members, shared             CQ.mu                       holder of CQ.mu            New, Close (join, leave)
+//	CQ.reader                      the CQ's waiter (CAS)       anyone (atomic)            —
 //	QP.tx (iovecs in flight)       holder of the tx token      that holder                CAS txTok; the holder re-checks WantTx
 //	QP.hp (poller Handle)          Start (stored once)         anyone (atomic)            —
 //	QP.nc, QP.rc                   Start, with QP.core         whoever saw QP.core        —
@@ -67,5 +83,6 @@
 //	epoll registration             internal/poll               —                          Arm, Disarm, Close
 //
 // Lock order: QP.mu, then SRQ.mu, then CQ.mu; none is held while taking
-// one before it in this order.
+// one before it in this order. QP.rdMu is taken alone (it guards a read
+// deadline, set outside every other lock).
 package verbs

@@ -11,7 +11,7 @@ import (
 // system calls (half-close, close, writev) must not run under QP.mu.
 
 // acts are what afterLocked decided and act performs.
-type acts uint8
+type acts uint16
 
 const (
 	actTx        acts = 1 << iota // the Core has something to transmit
@@ -22,6 +22,7 @@ const (
 	actWakeRecv                   // the same for the receive CQ
 	actFireSend                   // an addition met the send CQ's arm: notify its event channel
 	actFireRecv                   // the same for the receive CQ
+	actInterrupt                  // a Waiter got its completion: interrupt a reading waiter
 )
 
 // afterLocked looks at the Core after a call: completions go to their CQ
@@ -80,6 +81,7 @@ func (q *QP) deliverLocked() acts {
 			q.waiters[k] = nil
 			w.c <- *c // it has room: one completion per post; never blocks
 			q.core.ReleaseSend(c.Slot)
+			a |= actInterrupt
 			continue
 		}
 		a |= q.addLocked(q.cfg.SendCQ, c, actWakeSend, actFireSend)
@@ -122,12 +124,22 @@ func (q *QP) finishLocked() acts {
 }
 
 // act performs what afterLocked decided, outside QP.mu.
-func (q *QP) act(a acts) {
+func (q *QP) act(a acts) { q.actAs(a, nil) }
+
+// actSelf is act for the reading waiter of q (waitReading): the wake-ups
+// its own completions cause do not interrupt it.
+func (q *QP) actSelf(a acts) { q.actAs(a&^actInterrupt, q) }
+
+// actAs is act; self is the reading waiter calling it, or nil.
+func (q *QP) actAs(a acts, self *QP) {
+	if a&actInterrupt != 0 {
+		q.interruptReader()
+	}
 	if a&actWakeSend != 0 {
-		q.cfg.SendCQ.notify(a&actFireSend != 0)
+		q.cfg.SendCQ.notify(a&actFireSend != 0, self)
 	}
 	if a&actWakeRecv != 0 && (q.cfg.RecvCQ != q.cfg.SendCQ || a&actWakeSend == 0 || a&actFireRecv != 0) {
-		q.cfg.RecvCQ.notify(a&actFireRecv != 0)
+		q.cfg.RecvCQ.notify(a&actFireRecv != 0, self)
 	}
 	if a&actHalfClose != 0 {
 		q.halfClose()

@@ -1,6 +1,7 @@
 package verbs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -115,6 +116,27 @@ type QP struct {
 	// rxIOV is the receive token holder's scratch for Core.RxBufs.
 	rxIOV [][]byte
 	rxVec iovScratch // rxWaiting's iovec scratch
+	// readerWaiting: a goroutine waiting for a completion holds the
+	// receive token and reads the socket itself (waitReading); a
+	// completion handed over by anyone else interrupts its park.
+	readerWaiting atomic.Bool
+	// rdMu orders readerWaiting's changes with the read deadline the
+	// interrupts set: the deadline is in the past only while it is true.
+	rdMu   sync.Mutex
+	rdPast bool // the read deadline is in the past (rdMu)
+	// rdCtx, rdStop: the context registration kept for the next wait
+	// (rdMu); rdClosed: the teardown dropped it for good.
+	rdCtx    context.Context
+	rdStop   func() bool
+	rdClosed bool
+	// The reading waiter's state, owned by the receive token's holder
+	// while it waits: what it waits for (rdWaiter or rdCQ), the acts its
+	// callback (rdFn) decided; interruptFn is interruptReader, bound once.
+	rdWaiter    *Waiter
+	rdCQ        *CQ
+	rdActs      acts
+	rdFn        func(uintptr) bool
+	interruptFn func()
 	// hold: the MPA Responder rule (RFC 5044 §7.1.2): nothing is sent
 	// before the peer's first octet arrived (the Core holds its output
 	// too; the shell's flag keeps the transmit path idle and lets the
@@ -183,6 +205,11 @@ func New(d *Device, cfg Config) (*QP, error) {
 	}
 	q := &QP{dev: d, cfg: cfg, done: make(chan struct{})}
 	q.rxBulkFn, q.txGoFn = q.rxBulk, q.txGoroutine
+	q.bindReader()
+	cfg.SendCQ.join(q)
+	if cfg.SRQ == nil {
+		cfg.RecvCQ.join(q)
+	}
 	if cfg.SRQ == nil {
 		q.rq = rdmap.NewRecvRing(cfg.RQDepth, cfg.MaxSGE)
 	}

@@ -85,7 +85,7 @@ func TestReview2EventChannelDropsAnotherCQsEvent(t *testing.T) {
 // fired queues one completion on cq, met by its arm, and notifies.
 func fired(cq *CQ) {
 	cq.Arm(false)
-	cq.notify(cq.add(&rdmap.Completion{ID: 1}, nil))
+	cq.notify(cq.add(&rdmap.Completion{ID: 1}, nil), nil)
 }
 
 // TestEventChannelCoalesces: the rule of EventChannel, without a network.

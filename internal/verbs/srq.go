@@ -120,5 +120,6 @@ func (s *SRQ) reserveIn(cq *CQ) error {
 		return err
 	}
 	s.reserved = append(s.reserved, cq)
+	cq.join(nil)
 	return nil
 }

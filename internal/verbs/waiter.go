@@ -37,6 +37,19 @@ func (w *Waiter) Wait(ctx context.Context) (rdmap.Completion, error) {
 	}
 }
 
+// WaitFor is w.Wait for a work request posted on q with PostWait: while
+// the completion is not there it reads q's socket itself when it can
+// (see waitReading), so that a response is handed to the caller without a
+// hop through the poller.
+func (q *QP) WaitFor(ctx context.Context, w *Waiter) (rdmap.Completion, error) {
+	if len(w.c) == 0 {
+		if ok, err := q.waitReading(ctx, w, nil); ok && err != nil {
+			return rdmap.Completion{}, err
+		}
+	}
+	return w.Wait(ctx)
+}
+
 // PostWait posts one send work request whose completion goes to w instead
 // of the send CQ; the request is signaled whatever its flags. The slot is
 // freed when the completion is delivered. w must be idle: its previous
@@ -83,7 +96,7 @@ func (q *QP) Do(ctx context.Context, wr rdmap.SendWR) (rdmap.Completion, error) 
 		q.putWaiter(w)
 		return rdmap.Completion{}, err
 	}
-	c, err := w.Wait(ctx)
+	c, err := q.WaitFor(ctx, w)
 	if err != nil {
 		return c, err // w is left to its completion, not reused
 	}

@@ -1,0 +1,241 @@
+//go:build linux && !iwarp_portable
+
+package verbs
+
+import (
+	"context"
+	"errors"
+	"os"
+	"syscall"
+	"time"
+)
+
+// A goroutine that waits for a completion reads the socket itself. With a
+// poller, Ready hands what arrives to the waiting goroutine through the
+// CQ or the Waiter: one more goroutine between the octets and the
+// application than a blocking read has. A waiter that finds the receive
+// token free takes it instead and reads the QP's socket without blocking,
+// parking in the runtime's network poller on the socket (as a goroutine
+// blocked in net.Conn.Read does) until what it waits for is there.
+//
+// Nothing depends on the waiter for progress: a completion another
+// goroutine hands over (the transmit path's, a timer's, another QP's on
+// the same CQ) interrupts its park (interruptReader: a read deadline in
+// the past, which the runtime's poller acts on at once), and so does the
+// end of its context; on leaving it releases the token and re-arms the
+// socket, so octets that arrived meanwhile fire Ready as usual. A read
+// deadline is used by nothing else: the other readers make raw system
+// calls.
+
+// aLongTimeAgo is a read deadline in the past: it ends a park at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// waitReading waits for w's completion (w non-nil) or for cq to hold a
+// completion, reading q's socket while it waits. It reports false,
+// having done nothing, when it cannot read here (no poller, the token is
+// held, the Core wants no input): the caller then waits as usual. After
+// true, what it waited for is there, or ctx ended (its error), or the
+// socket failed (the QP's teardown delivers the completions).
+func (q *QP) waitReading(ctx context.Context, w *Waiter, cq *CQ) (bool, error) {
+	h := q.hp.Load()
+	if q.rc == nil || h == nil || q.rxStop.Load() {
+		return false, nil
+	}
+	if !q.rxTok.CompareAndSwap(false, true) {
+		return false, nil
+	}
+	// The poller need not wake for octets this goroutine reads (advice:
+	// a Ready already on its way finds the token taken; rxRelease arms
+	// again).
+	_ = h.Disarm()
+	q.rdWaiter, q.rdCQ = w, cq
+	// readerWaiting before the context is looked at: an end of ctx from
+	// now on interrupts the park, one before it is seen below.
+	q.rdMu.Lock()
+	q.readerWaiting.Store(true)
+	q.rdMu.Unlock()
+	q.watchCtx(ctx)
+	var err error
+	for {
+		if q.rdReady() {
+			break
+		}
+		if err = ctx.Err(); err != nil {
+			break
+		}
+		q.rdActs = 0
+		rerr := q.rc.Read(q.rdFn)
+		q.actSelf(q.rdActs)
+		if rerr == nil {
+			if q.rxStop.Load() {
+				break
+			}
+			continue
+		}
+		if errors.Is(rerr, os.ErrDeadlineExceeded) {
+			q.clearDeadline()
+			if q.rdReady() {
+				break
+			}
+			if err = ctx.Err(); err != nil {
+				break
+			}
+			continue // a completion for someone else, or spurious
+		}
+		q.mu.Lock()
+		q.core.RxEOF(rerr) // nothing if the QP is torn down already
+		a := q.afterLocked()
+		q.mu.Unlock()
+		q.act(a)
+		break
+	}
+	// The deadline is in the past only while a waiter reads (rdMu): the
+	// poller's reads go through the same descriptor and would fail.
+	q.rdMu.Lock()
+	q.readerWaiting.Store(false)
+	if q.rdPast {
+		q.rdPast = false
+		_ = q.nc.SetReadDeadline(time.Time{})
+	}
+	q.rdMu.Unlock()
+	q.rdWaiter, q.rdCQ = nil, nil
+	q.rxRelease()
+	return true, err
+}
+
+// rdReady reports whether what the reading waiter waits for is there.
+func (q *QP) rdReady() bool {
+	if w := q.rdWaiter; w != nil {
+		return len(w.c) > 0
+	}
+	cq := q.rdCQ
+	cq.mu.Lock()
+	ready := cq.n > 0 || cq.closed
+	cq.mu.Unlock()
+	return ready
+}
+
+// watchCtx makes the end of ctx interrupt the reading waiter. The
+// registration is kept for the next wait with the same context, so that a
+// caller reusing one context allocates nothing per wait; a context that
+// never ends needs none.
+func (q *QP) watchCtx(ctx context.Context) {
+	if ctx.Done() == nil {
+		return
+	}
+	q.rdMu.Lock()
+	defer q.rdMu.Unlock()
+	if ctx == q.rdCtx || q.rdClosed {
+		return // a closed QP's waiter ends with the connection
+	}
+	if q.rdStop != nil {
+		q.rdStop()
+	}
+	q.rdCtx = ctx
+	q.rdStop = context.AfterFunc(ctx, q.interruptFn)
+}
+
+// unwatchCtx drops the kept context registration for good (the QP's
+// teardown).
+func (q *QP) unwatchCtx() {
+	q.rdMu.Lock()
+	defer q.rdMu.Unlock()
+	q.rdClosed = true
+	if q.rdStop != nil {
+		q.rdStop()
+		q.rdStop, q.rdCtx = nil, nil
+	}
+}
+
+// interruptReader ends the reading waiter's park, if there is one: it
+// looks at what it waits for again.
+func (q *QP) interruptReader() {
+	if !q.readerWaiting.Load() {
+		return
+	}
+	q.rdMu.Lock()
+	if q.readerWaiting.Load() && !q.rdPast {
+		q.rdPast = true
+		_ = q.nc.SetReadDeadline(aLongTimeAgo)
+	}
+	q.rdMu.Unlock()
+}
+
+// clearDeadline takes back the deadline an interrupt set.
+func (q *QP) clearDeadline() {
+	q.rdMu.Lock()
+	if q.rdPast {
+		q.rdPast = false
+		_ = q.nc.SetReadDeadline(time.Time{})
+	}
+	q.rdMu.Unlock()
+}
+
+// rdReadable is the reading waiter's RawConn.Read callback: it reads until
+// what it waits for is there, the socket is empty (false: park), or the
+// Core decided something that must be done outside the callback (true).
+func (q *QP) rdReadable(fd uintptr) bool {
+	for {
+		if q.rdReady() {
+			return true
+		}
+		q.mu.Lock()
+		iov := q.core.RxBufs(q.rxIOV[:0])
+		if len(iov) == 0 {
+			q.rxStop.Store(true)
+			q.rdActs |= q.afterLocked()
+			q.mu.Unlock()
+			return true
+		}
+		q.rxIOV = iov
+		q.rxOut = true
+		q.mu.Unlock()
+		var n int
+		var errno syscall.Errno
+		want := len(iov[0])
+		if len(iov) == 1 {
+			n, errno = rawRead(fd, iov[0])
+		} else {
+			for _, b := range iov[1:] {
+				want += len(b)
+			}
+			n, errno, q.rxVec = rawReadv(fd, iov, q.rxVec)
+		}
+		q.mu.Lock()
+		q.rxOut = false
+		q.core.RxDone(n)
+		clear(q.rxIOV)
+		if n > 0 {
+			q.hold = false
+		}
+		stop := true
+		switch {
+		case errno == syscall.EAGAIN:
+			stop = false
+		case errno != 0:
+			q.core.RxEOF(os.NewSyscallError("read", errno))
+		case n == 0:
+			q.core.RxEOF(nil)
+		default:
+			stop = false
+		}
+		if stop {
+			q.rxStop.Store(true)
+		}
+		a := q.afterLocked()
+		q.mu.Unlock()
+		q.rdActs |= a &^ actInterrupt
+		switch {
+		case stop, a&^actInterrupt != 0:
+			return true
+		case errno == syscall.EAGAIN, n < want:
+			return q.rdReady() // the socket is empty: park unless done
+		}
+	}
+}
+
+// bindReader makes the reading waiter's method values once, so that a
+// wait allocates nothing.
+func (q *QP) bindReader() {
+	q.rdFn, q.interruptFn = q.rdReadable, q.interruptReader
+}

@@ -1,0 +1,155 @@
+//go:build linux && !iwarp_portable
+
+package verbs
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/goiwarp/iwarp/internal/mem"
+	"github.com/goiwarp/iwarp/internal/rdmap"
+)
+
+// Tests of the reading waiter (waitread_linux.go): a goroutine waiting on
+// a CQ or a Waiter reads its QP's socket itself, and anything else that
+// hands it what it waits for, or the end of its context, ends the park.
+
+// waitingReader starts e.cq.Wait(ctx) on a goroutine of its own and
+// returns once that goroutine reads the socket itself, with the channel
+// its error comes on.
+func waitingReader(t *testing.T, e *end, ctx context.Context) <-chan error {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() { errc <- e.cq.Wait(ctx) }()
+	deadline := time.Now().Add(bound)
+	for !e.qp.readerWaiting.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("the CQ's waiter never read the socket itself")
+		}
+		runtime.Gosched()
+	}
+	return errc
+}
+
+// TestWaitReadingInterruptedByTransmit: the completion of a Write, added
+// by the goroutine that posted it, ends the park of a goroutine reading
+// the socket for the same CQ.
+func TestWaitReadingInterruptedByTransmit(t *testing.T) {
+	a, b := defaultPair(t)
+	dst := b.register(t, make([]byte, 64), mem.AccessRemoteWrite)
+	src := a.register(t, make([]byte, 64), 0)
+	errc := waitingReader(t, a, context.Background())
+	a.post(t, remote(rdmap.SendWR{ID: 9, Op: rdmap.OpWrite, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(src)}}, dst, 0))
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(bound):
+		t.Fatal("the reading waiter was not woken by the Write's completion")
+	}
+	a.want(t, 9, rdmap.StatusSuccess)
+}
+
+// TestWaitReadingContextEnds: the end of the context ends the park, and
+// the QP reads on afterwards without a waiter: the interrupt's read
+// deadline does not outlive the wait (the poller's reads would fail).
+func TestWaitReadingContextEnds(t *testing.T) {
+	a, b := defaultPair(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := waitingReader(t, a, ctx)
+	cancel()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Wait returned %v, want context.Canceled", err)
+		}
+	case <-time.After(bound):
+		t.Fatal("the reading waiter did not end with its context")
+	}
+	// No one waits at a now: b's Read is answered by a's poller.
+	word := a.register(t, make([]byte, 8), mem.AccessRemoteRead)
+	sink := b.register(t, make([]byte, 8), mem.AccessLocalWrite)
+	wctx, wcancel := context.WithTimeout(context.Background(), bound)
+	defer wcancel()
+	c, err := b.qp.Do(wctx, remote(rdmap.SendWR{Op: rdmap.OpRead, SGL: []rdmap.SGE{whole(sink)}}, word, 0))
+	if err != nil || c.Status != rdmap.StatusSuccess {
+		t.Fatalf("Read after the waiter left: %v %v (a: %v %v)", c.Status, err, a.qp.State(), a.qp.Err())
+	}
+}
+
+// TestWaitReadingEndedContextReused: a context that ended before the wait
+// (its registration kept from an earlier wait) ends the next wait at once.
+func TestWaitReadingEndedContextReused(t *testing.T) {
+	a, _ := defaultPair(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := waitingReader(t, a, ctx)
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("first Wait: %v", err)
+	}
+	if !returnsWithin(bound, func() {
+		if err := a.cq.Wait(ctx); !errors.Is(err, context.Canceled) {
+			t.Errorf("second Wait: %v", err)
+		}
+	}) {
+		t.Fatal("a Wait with an ended context parked")
+	}
+}
+
+// TestWaitReadingResponse: a blocking Read's response is read by the
+// goroutine waiting for it, and the data is placed.
+func TestWaitReadingResponse(t *testing.T) {
+	a, b := defaultPair(t)
+	src := make([]byte, 256<<10)
+	for i := range src {
+		src[i] = byte(i * 7)
+	}
+	from := b.register(t, src, mem.AccessRemoteRead)
+	sinkBuf := make([]byte, len(src))
+	sink := a.register(t, sinkBuf, mem.AccessLocalWrite)
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	for range 20 {
+		clear(sinkBuf)
+		c, err := a.qp.Do(ctx, remote(rdmap.SendWR{Op: rdmap.OpRead, SGL: []rdmap.SGE{whole(sink)}}, from, 0))
+		if err != nil || c.Status != rdmap.StatusSuccess {
+			t.Fatalf("Read: %v %v", c.Status, err)
+		}
+		for i := range sinkBuf {
+			if sinkBuf[i] != src[i] {
+				t.Fatalf("octet %d: %#x, want %#x", i, sinkBuf[i], src[i])
+			}
+		}
+	}
+}
+
+// TestWaitReadingSharedCQ: a CQ fed by two QPs is waited on without
+// reading either socket, and a completion of either wakes the waiter.
+func TestWaitReadingSharedCQ(t *testing.T) {
+	dev, err := NewDevice(DeviceConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dev.Close() })
+	cq := NewCQ(256, nil)
+	table := mem.NewTable(mem.TableOptions{})
+	var qps [2]*QP
+	for i := range qps {
+		qps[i], err = New(dev, Config{Table: table, PD: testPD, SendCQ: cq, RecvCQ: cq, SQDepth: 8, RQDepth: 8, MaxSGE: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { qps[i].Close() })
+	}
+	if q := cq.sole(); q != nil {
+		t.Fatal("a CQ of two QPs has a sole QP")
+	}
+	qps[1].Close()
+	if q := cq.sole(); q != qps[0] {
+		t.Fatalf("after one QP closed: sole %p, want %p", q, qps[0])
+	}
+}
