@@ -98,7 +98,7 @@ func newHostileResponder(t *testing.T) *hostileResponder {
 	}
 	rk := reg(h.pd, 4096, iwarp.AccessRemoteWrite)
 	oldRemote := rk.Remote()
-	if _, err := rk.Rekey(iwarp.AccessRemoteWrite); err != nil {
+	if _, err := rk.Rekey(context.Background(), iwarp.AccessRemoteWrite); err != nil {
 		t.Fatal(err)
 	}
 	wo := reg(h.pd, 4096, iwarp.AccessRemoteWrite)

@@ -1,6 +1,7 @@
 package iwarp_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -75,7 +76,7 @@ func TestLocalInvalidateAndRekey(t *testing.T) {
 	if err != nil || c.Status != iwarp.StatusLocalProtection {
 		t.Fatalf("invalidating an invalid STag: %+v %v", c, err)
 	}
-	fresh, err := target.Rekey(iwarp.AccessRemoteRead)
+	fresh, err := target.Rekey(context.Background(), iwarp.AccessRemoteRead)
 	if err != nil || fresh == old || !target.Valid() {
 		t.Fatalf("rekey %x (old %x) %v", fresh, old, err)
 	}

@@ -102,11 +102,19 @@ func (mr *MR) Deregister(ctx context.Context) error {
 
 // Rekey gives the region a new STag (a new random key over the same table
 // index) with the given access rights, and makes it valid again if it was
-// invalidated: the old STag fails at once for new arrivals (a
-// "fast-register" of the same memory). It returns the new STag.
-func (mr *MR) Rekey(access Access) (uint32, error) {
-	s, err := mr.pd.dev.table.Rekey(mr.r, mem.Access(access))
+// invalidated (a "fast-register" of the same memory): the old STag fails at
+// once for new arrivals, and Rekey waits, like Deregister and bounded by
+// ctx, until no placement or transmission through the old STag is in
+// flight. When it returns nil no byte moves through the old registration
+// any more (docs/semantics.md rule 6). It returns the new STag; if ctx
+// ends first, the new STag is valid and the error says what was revoked.
+func (mr *MR) Rekey(ctx context.Context, access Access) (uint32, error) {
+	s, err := mr.pd.dev.table.RekeyContext(ctx, mr.r, mem.Access(access))
 	if err != nil {
+		var rev *mem.RevokedError
+		if errors.As(err, &rev) {
+			return uint32(s), wrapAs(nil, err)
+		}
 		return 0, wrapAs(ErrInvalidBuffer, err)
 	}
 	return uint32(s), nil

@@ -70,7 +70,7 @@ func demoLocalInvalidate(e *demoEnv) (time.Duration, error) {
 	case t.src.Valid():
 		return d, fmt.Errorf("STag %#x is still valid", old)
 	}
-	fresh, err := t.src.Rekey(iwarp.AccessRemoteRead)
+	fresh, err := t.src.Rekey(e.ctx, iwarp.AccessRemoteRead)
 	if err != nil {
 		return d, err
 	}

@@ -108,7 +108,7 @@ func newServer(size, guard int, out io.Writer) (*server, error) {
 		return nil, err
 	}
 	oldRemote := rk.Remote()
-	if _, err := rk.Rekey(iwarp.AccessRemoteRead | iwarp.AccessRemoteWrite); err != nil {
+	if _, err := rk.Rekey(context.Background(), iwarp.AccessRemoteRead|iwarp.AccessRemoteWrite); err != nil {
 		return nil, err
 	}
 	wo, err := reg(pd, small, iwarp.AccessRemoteWrite)
