@@ -8,8 +8,9 @@ import (
 	"github.com/goiwarp/iwarp/internal/verbs"
 )
 
-// Stats are the counters of a QP or of a Device (the sum over its QPs). They
-// are read without locks and cost nothing on the data path beyond an atomic
+// Stats are the counters of a QP or of a Device (the sum over its QPs). The
+// protocol core counts them as plain fields under the QP's lock, which
+// QP.Stats takes briefly to copy them: nothing on the data path beyond an
 // add per FPDU.
 type Stats struct {
 	FPDUsSent, FPDUsReceived uint64

@@ -178,7 +178,8 @@ type Completion struct {
 	// Original is the value an atomic found at its target.
 	Original uint64
 	// Err says why, for a status other than StatusSuccess: a
-	// *TerminateError, ErrFlushed wrapping the QP's error, etc.
+	// *TerminateError, the QP's error for StatusFlushed, a local error
+	// such as ErrLocalProtection, etc.
 	Err error
 }
 

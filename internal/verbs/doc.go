@@ -28,7 +28,10 @@
 // a connection with a descriptor it waits for the socket in the runtime's
 // network poller and reads as Ready does; on one without, it reads into a
 // bounce buffer, never into registered memory, and copies under the lock.
-// No pin is ever held across a wait.
+// No pin is held across a wait for the socket, with one bounded exception:
+// a QP without a descriptor writes with blocking writes, which keep the
+// leased octets pinned until the write returns (the write deadline or the
+// connection's close ends it).
 //
 // A goroutine waiting for a completion (CQ.Wait on a CQ that only one QP
 // feeds, or WaitFor after PostWait) that finds the receive token free
