@@ -161,12 +161,16 @@ func (c *Core) RxBuf() []byte {
 	return b
 }
 
+// MaxRxIOV is the most slices RxBufs appends: readv(2)'s IOV_MAX on Linux
+// (a scatter list of more SGEs is read in several reads).
+const MaxRxIOV = 1024
+
 // RxBufs is RxBuf for a vectored read (readv): it appends to iov where the
 // next received octets go, in stream order. While a large payload is being
 // placed that is the rest of its destination (pinned until RxDone), then
 // the staging buffer for the FPDU's trailer and the next FPDU's first
-// octets, so that one read brings both; otherwise the one slice RxBuf
-// would return. It appends nothing when RxBuf would return nil. RxDone
+// octets, so that one read brings both (at most MaxRxIOV slices);
+// otherwise the one slice RxBuf would return. It appends nothing when RxBuf would return nil. RxDone
 // then takes the octets written across the slices, in order.
 func (c *Core) RxBufs(iov [][]byte) [][]byte {
 	rx := &c.rx
@@ -184,6 +188,9 @@ func (c *Core) RxBufs(iov [][]byte) [][]byte {
 	}
 	n := len(iov)
 	iov = rx.d.Bufs(iov)
+	if len(iov)-n > MaxRxIOV {
+		iov = iov[:n+MaxRxIOV] // the rest goes in the next read
+	}
 	if len(iov) == n+1 {
 		// One slice: a staging buffer, or a destination piece with
 		// nothing after it. RxBuf's pins apply.

@@ -57,13 +57,9 @@ func (q *QP) rxReadable(fd uintptr) bool {
 		q.mu.Unlock()
 		var n int
 		var errno syscall.Errno
-		want := len(iov[0])
 		if len(iov) == 1 {
 			n, errno = rawRead(fd, iov[0])
 		} else {
-			for _, b := range iov[1:] {
-				want += len(b)
-			}
 			n, errno, q.rxVec = rawReadv(fd, iov, q.rxVec)
 		}
 		q.mu.Lock()
@@ -93,7 +89,11 @@ func (q *QP) rxReadable(fd uintptr) bool {
 		switch {
 		case stop, a != 0:
 			return true
-		case errno == syscall.EAGAIN, n < want:
+		case errno == syscall.EAGAIN:
+			// Only EAGAIN says the socket is empty: a short read may
+			// have taken the peer's FIN (or come before an error) with
+			// the last octets, which the runtime's edge-triggered
+			// poller does not announce again; the next read says.
 			return false // the socket is empty: wait for more
 		}
 	}
