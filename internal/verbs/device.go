@@ -14,10 +14,14 @@ var ErrDeviceClosed = errors.New("the device was closed")
 // when their sockets have octets to read, with one goroutine for all of
 // them.
 type Device struct {
-	// poller is set by NewDevice and never changes (nil: every QP reads
-	// with a receive goroutine of its own). Its goroutine calls the
-	// QPs' Ready.
-	poller *poll.Poller
+	// poller is made by the first QP that starts on a connection with a
+	// descriptor (pollerFor), so that a Device whose QPs run over
+	// in-memory connections has no goroutine; it never changes after.
+	// Its goroutine calls the QPs' Ready. noPoll: every QP reads with a
+	// receive goroutine of its own.
+	pollOnce sync.Once
+	poller   *poll.Poller
+	noPoll   bool
 	// workers run the QPs' receive and transmit goroutines' jobs.
 	workers *workers
 
@@ -40,35 +44,64 @@ type DeviceConfig struct {
 // Linux, or the iwarp_portable build tag) its QPs read with a goroutine
 // each.
 func NewDevice(cfg DeviceConfig) (*Device, error) {
-	d := &Device{workers: newWorkers()}
-	if cfg.NoPoll {
-		return d, nil
+	return &Device{workers: newWorkers(), noPoll: cfg.NoPoll}, nil
+}
+
+// pollerFor returns the Device's poller, making it at the first call: nil
+// when the Device reads without one (NoPoll, or no epoll here, or epoll
+// could not be set up: its QPs then read with a goroutine each), and
+// ErrDeviceClosed once the Device is closed.
+func (d *Device) pollerFor() (*poll.Poller, error) {
+	d.pollOnce.Do(func() {
+		if d.noPoll {
+			return
+		}
+		p, err := poll.New()
+		if err != nil {
+			return
+		}
+		d.mu.Lock()
+		closed := d.closed
+		if !closed {
+			d.poller = p
+		}
+		d.mu.Unlock()
+		if closed {
+			_ = p.Close()
+		}
+	})
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, ErrDeviceClosed
 	}
-	p, err := poll.New()
-	switch {
-	case err == nil:
-		d.poller = p
-	case !errors.Is(err, poll.ErrUnsupported):
-		return nil, err
-	}
-	return d, nil
+	return d.poller, nil
 }
 
 // Polling reports whether the Device's QPs are read by its poller (else
-// each has a receive goroutine).
-func (d *Device) Polling() bool { return d.poller != nil }
+// each has a receive goroutine): whether it was made, or would be.
+func (d *Device) Polling() bool {
+	if d.noPoll {
+		return false
+	}
+	p, _ := d.pollerFor()
+	return p != nil
+}
 
 // Close stops the Device's poller and its idle workers. A QP still
 // connected through the poller fails (ErrDeviceClosed): nothing would
 // read its socket any more.
 func (d *Device) Close() error {
 	d.workers.close()
-	if d.poller == nil {
-		return nil
-	}
-	err := d.poller.Close()
 	d.mu.Lock()
 	d.closed = true
+	p := d.poller
+	d.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	err := p.Close()
+	d.mu.Lock()
 	qps := make([]*QP, 0, len(d.polled))
 	for q := range d.polled {
 		qps = append(qps, q)

@@ -267,12 +267,18 @@ func (q *QP) Start(nc net.Conn, s Setup) error {
 // one that reads into a bounce buffer (rxBlocking).
 func (q *QP) startReading() {
 	var h *poll.Handle
-	if sc, ok := q.nc.(syscall.Conn); ok && q.rc != nil && q.dev.poller != nil {
-		var err error
-		h, err = q.dev.poller.Register(sc, (*rxHandler)(q))
-		if err != nil && !errors.Is(err, poll.ErrUnsupported) {
-			q.failWith(err)
+	if sc, ok := q.nc.(syscall.Conn); ok && q.rc != nil {
+		p, err := q.dev.pollerFor()
+		if err != nil {
+			q.failWith(err) // the Device was closed
 			return
+		}
+		if p != nil {
+			h, err = p.Register(sc, (*rxHandler)(q))
+			if err != nil && !errors.Is(err, poll.ErrUnsupported) {
+				q.failWith(err)
+				return
+			}
 		}
 	}
 	q.mu.Lock()
