@@ -138,6 +138,10 @@ func (w *simWorld) pumpRx(s *simSide) {
 		}
 		return
 	}
+	if w.rng.IntN(3) == 0 {
+		w.pumpRxVectored(s, avail)
+		return
+	}
 	buf := s.core.RxBuf()
 	if len(buf) == 0 {
 		if buf != nil {
@@ -148,6 +152,40 @@ func (w *simWorld) pumpRx(s *simSide) {
 	s.checkRxBuf(buf)
 	n := w.segLen(min(len(buf), avail))
 	s.in.readInto(buf[:n], w.now)
+	s.core.RxDone(n)
+	w.moved = w.moved || n > 0
+	w.ev(s.idx, simEvRx, uint64(n), 0)
+}
+
+// pumpRxVectored is pumpRx's read as a readv: it takes what RxBufs hands
+// out (the rest of a payload's destination and the staging after it),
+// checks every slice, and fills a random number of octets across them in
+// order.
+func (w *simWorld) pumpRxVectored(s *simSide, avail int) {
+	s.rxIOV = s.core.RxBufs(s.rxIOV[:0])
+	total := simIovLen(s.rxIOV)
+	if total == 0 {
+		if len(s.rxIOV) > 0 {
+			s.core.RxDone(0)
+		}
+		return
+	}
+	for _, b := range s.rxIOV {
+		if len(b) > 0 {
+			s.checkRxBuf(b)
+		}
+	}
+	n := w.segLen(min(total, avail))
+	left := n
+	for _, b := range s.rxIOV {
+		if left == 0 {
+			break
+		}
+		k := min(left, len(b))
+		s.in.readInto(b[:k], w.now)
+		left -= k
+	}
+	clear(s.rxIOV)
 	s.core.RxDone(n)
 	w.moved = w.moved || n > 0
 	w.ev(s.idx, simEvRx, uint64(n), 0)

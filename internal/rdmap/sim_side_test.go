@@ -24,6 +24,7 @@ type simSide struct {
 	mon     *simMonitor // what this side sends
 
 	iov   [][]byte
+	rxIOV [][]byte // pumpRxVectored's scratch
 	txTmp []byte
 	comps []Completion
 
