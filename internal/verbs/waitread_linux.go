@@ -41,6 +41,19 @@ func (q *QP) waitReading(ctx context.Context, w *Waiter, cq *CQ) (bool, error) {
 	if q.rc == nil || h == nil || q.rxStop.Load() {
 		return false, nil
 	}
+	if q.txTok.Load() {
+		// A transmission is under way (a transmit goroutine writes to a
+		// full socket): what completes next most likely comes from it,
+		// not from the socket, and each completion would have to
+		// interrupt the park. Wait as usual.
+		return false, nil
+	}
+	q.mu.Lock()
+	busy := q.txWantedLocked() || q.txOut
+	q.mu.Unlock()
+	if busy {
+		return false, nil // the same: the Core has more to send
+	}
 	if !q.rxTok.CompareAndSwap(false, true) {
 		return false, nil
 	}
