@@ -26,10 +26,11 @@ type Stats struct {
 	ORDStalls uint64
 	// SiwTerminates counts received Terminates in Linux siw's layout.
 	SiwTerminates uint64
-	// FPDUsByWaiters is always 0: it counted the received FPDUs that a
-	// goroutine blocked in a blocking call read itself, which the engine
-	// no longer does (the Device's poller reads every QP's connection
-	// without a hand-off).
+	// FPDUsByWaiters counts the received FPDUs that a goroutine waiting
+	// for a completion (a blocking call, or CQ.Wait on a CQ only this QP
+	// completes to) read from the connection itself, with no hand-off
+	// from the Device's poller (docs/architecture.md, "The reading
+	// waiter").
 	FPDUsByWaiters uint64
 	// Terminates lists, per Terminate code seen, how many were sent and
 	// received.
@@ -59,6 +60,7 @@ func snapshot(c *rdmap.Counters) Stats {
 		BytesSent: c.BytesSent, BytesReceived: c.BytesReceived,
 		CRCErrors: c.CRCErrors, RecvQueueEmpty: c.RecvQueueEmpty,
 		ORDStalls: c.ORDStalls, SiwTerminates: c.SiwTerminates,
+		FPDUsByWaiters: c.FPDUsByWaiters,
 	}
 	for _, t := range c.Terminates() {
 		s.Terminates = append(s.Terminates, TerminateCount{Code: termCode(t.Code), Other: t.Other, Sent: t.Sent, Received: t.Received})
@@ -76,6 +78,7 @@ func (s *Stats) add(o *Stats) {
 	s.RecvQueueEmpty += o.RecvQueueEmpty
 	s.ORDStalls += o.ORDStalls
 	s.SiwTerminates += o.SiwTerminates
+	s.FPDUsByWaiters += o.FPDUsByWaiters
 next:
 	for _, t := range o.Terminates {
 		for i := range s.Terminates {

@@ -12,7 +12,11 @@ type Counters struct {
 	RecvQueueEmpty           uint64 // Sends that found no posted receive
 	ORDStalls                uint64 // Reads or atomics that waited for an ORD credit
 	SiwTerminates            uint64 // received Terminates in Linux siw's layout
-	termSent, termRecv       [termSlots]uint64
+	// FPDUsByWaiters counts the received FPDUs that a goroutine waiting
+	// for a completion read itself; the shell counts them (the Core does
+	// not know who reads).
+	FPDUsByWaiters     uint64
+	termSent, termRecv [termSlots]uint64
 }
 
 // termSlots: room for one counter per Terminate code of the spec tables

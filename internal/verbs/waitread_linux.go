@@ -212,7 +212,10 @@ func (q *QP) rdReadable(fd uintptr) bool {
 		}
 		q.mu.Lock()
 		q.rxOut = false
+		st := q.core.Stats()
+		before := st.FPDUsReceived
 		q.core.RxDone(n)
+		st.FPDUsByWaiters += st.FPDUsReceived - before
 		clear(q.rxIOV)
 		if n > 0 {
 			q.hold = false
