@@ -63,6 +63,7 @@ type rxState struct {
 	// eofPending: the peer's close arrived while TxBufs' octets were out;
 	// TxDone acts on it.
 	eofPending bool
+	eofErr     error // the error RxEOF gave with eofPending
 	dead       bool   // the Decoder is abandoned (Terminate, ERROR): input is discarded
 	discard    []byte // where discarded input goes
 
@@ -250,11 +251,12 @@ func (c *Core) RxEOF(err error) {
 		return
 	}
 	rx.ended = true
-	if err == nil && c.tx.out && !rx.d.Mid() && (c.state == StateRTS || c.state == StateClosing) {
-		// The peer's close may answer octets the socket accepted and
-		// TxDone has not reported yet: the work requests they finish
-		// complete first (a Send or Write completes when handed to TCP).
-		rx.eofPending = true
+	if c.tx.out && (err == nil && !rx.d.Mid() && (c.state == StateRTS || c.state == StateClosing) || c.terminatedByPeer()) {
+		// The peer's close (or, after its Terminate, its close or reset)
+		// may answer octets the socket accepted and TxDone has not
+		// reported yet: the work requests they finish complete first (a
+		// Send or Write completes when handed to TCP).
+		rx.eofPending, rx.eofErr = true, err
 		return
 	}
 	c.rxEnded(err)

@@ -647,3 +647,35 @@ func TestPeerCloseWhileSendOut(t *testing.T) {
 	}
 	wantComps(t, poll(e.c), Completion{Queue: SendQueue, ID: 1, Status: StatusSuccess}, Completion{Queue: RecvQueue, ID: 5, Status: StatusFlushed})
 }
+
+// TestTerminateThenEOFWhileWriteOut: the peer's Terminate and then its
+// close (or reset) arrive while the octets of a Write are handed out: the
+// end of the stream waits for TxDone like the Terminate does, so the
+// Write, handed to TCP, completes with success (found on the portable
+// path, whose blocking writes report late).
+func TestTerminateThenEOFWhileWriteOut(t *testing.T) {
+	for _, eofErr := range []error{nil, errors.New("connection reset by peer")} {
+		e := newTermEnv(t, defaults())
+		post(t, e.c, SendWR{ID: 1, Op: OpWrite, Flags: Signaled, SGL: []SGE{{Region: e.sink, Len: 64}}, RemoteSTag: 77})
+		bufs := e.c.TxBufs(nil)
+		n := 0
+		for _, b := range bufs {
+			n += len(b)
+		}
+		code := wire.TermDDPInvalidSTag
+		term := cat(untagged(7, true, 0, 2, 1, 0), []byte{byte(code.Layer)<<4 | byte(code.Type), code.Code, 0, 0})
+		rxAll(e.c, e.p.frame(term), 1)
+		e.c.RxEOF(eofErr)
+		if e.c.State() == StateError {
+			t.Fatalf("eof %v: ERROR before the Write's octets were reported written", eofErr)
+		}
+		e.c.TxDone(n)
+		if e.c.State() != StateError {
+			e.c.Close()
+		}
+		comps := poll(e.c)
+		if len(comps) == 0 || comps[0].ID != 1 || comps[0].Status != StatusSuccess {
+			t.Fatalf("eof %v: completions %+v, want the Write's success first", eofErr, comps)
+		}
+	}
+}

@@ -160,8 +160,9 @@ func (c *Core) TxDone(n int) {
 	c.advanceSQ()
 	c.runAtomics()
 	if c.rx.eofPending {
-		c.rx.eofPending = false
-		c.rxEnded(nil)
+		err := c.rx.eofErr
+		c.rx.eofPending, c.rx.eofErr = false, nil
+		c.rxEnded(err)
 		return
 	}
 	if c.termWritten && c.rx.ended {
