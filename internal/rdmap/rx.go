@@ -63,7 +63,7 @@ type rxState struct {
 	// eofPending: the peer's close arrived while TxBufs' octets were out;
 	// TxDone acts on it.
 	eofPending bool
-	eofErr     error // the error RxEOF gave with eofPending
+	eofErr     error  // the error RxEOF gave with eofPending
 	dead       bool   // the Decoder is abandoned (Terminate, ERROR): input is discarded
 	discard    []byte // where discarded input goes
 
