@@ -189,14 +189,15 @@ func (qp *QP) Connect(ctx context.Context, network, addr string, opts *ConnOptio
 // the caller established (TLS, a network namespace, an in-memory pipe...).
 // The QP owns nc from then on, also on failure.
 func (qp *QP) ConnectConn(ctx context.Context, nc net.Conn, opts *ConnOptions) error {
-	if qp.State() != StateIdle {
+	if err := qp.claim(); err != nil {
 		nc.Close()
-		return fmt.Errorf("%w: QP is %v", ErrInvalidConfig, qp.State())
+		return err
 	}
 	tuneConn(nc)
 	c, err := mpa.Connect(ctx, nc, opts.mpaConfig(qp))
 	if err != nil {
 		nc.Close()
+		qp.unclaim()
 		return wrapSetupError(err)
 	}
 	if p := c.Params(); p.Extensions == 0 {
@@ -211,6 +212,7 @@ func (qp *QP) ConnectConn(ctx context.Context, nc net.Conn, opts *ConnOptions) e
 			case <-ctx.Done():
 				t.Stop()
 				c.Close()
+				qp.unclaim()
 				return ctx.Err()
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/goiwarp/iwarp/internal/mpa"
@@ -135,7 +136,16 @@ func (l *Listener) acceptLoop() {
 			if ne, ok := err.(net.Error); ok && ne.Timeout() {
 				continue
 			}
-			time.Sleep(10 * time.Millisecond) // e.g. EMFILE: back off
+			if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+				// Out of descriptors: startups may hold them all (silent
+				// peers); the stalest gives its own back, and the
+				// newcomer is taken at once.
+				if shed := l.shedOne(); shed != nil {
+					shed.Close()
+					continue
+				}
+			}
+			time.Sleep(10 * time.Millisecond) // nothing to give back: back off
 			continue
 		}
 		p, shed := l.admit(nc, time.Now())

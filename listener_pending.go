@@ -83,6 +83,18 @@ func (l *Listener) admit(nc net.Conn, now time.Time) (p *pendingConn, shed net.C
 	return p, shed
 }
 
+// shedOne gives up the startup that has gone longest without progress
+// (victim), for a descriptor: it returns the connection to close, or nil
+// when no startup is in progress.
+func (l *Listener) shedOne() net.Conn {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed || l.startups.Len() == 0 {
+		return nil
+	}
+	return l.giveUp(l.victim(), ErrShed)
+}
+
 // victim picks the startup to give up (mu held, at least one in startup):
 // the one that has gone longest without progress, passing over (and
 // counting as progress) up to shedScan whose peer's bytes have arrived but

@@ -3,7 +3,6 @@ package iwarp
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"sync/atomic"
 	"time"
@@ -68,20 +67,23 @@ func (r *ConnRequest) IRDORD() (ird, ord int, ok bool) {
 // connection's StartupTimeout; a request its Listener shed fails with
 // ErrShed.
 func (r *ConnRequest) Accept(ctx context.Context, qp *QP, opts *ConnOptions) error {
-	if qp.State() != StateIdle {
-		return fmt.Errorf("%w: QP is %v", ErrInvalidConfig, qp.State())
+	if err := qp.claim(); err != nil {
+		return err
 	}
 	if err := r.answer(); err != nil {
+		qp.unclaim()
 		return err
 	}
 	c, err := r.req.Accept(ctx, opts.mpaConfig(qp))
 	if err != nil {
 		r.nc.Close()
+		qp.unclaim()
 		return r.failed(wrapSetupError(err))
 	}
 	if r.l != nil {
 		if gone := r.l.established(r.p); gone != nil {
 			c.Close()
+			qp.unclaim()
 			return wrapAs(nil, gone)
 		}
 		// The connection's count passes to the QP, until its teardown
@@ -102,7 +104,13 @@ func (r *ConnRequest) Reject(privateData []byte) error {
 	if err := r.answer(); err != nil {
 		return err
 	}
-	return r.failed(r.req.Reject(privateData))
+	err := r.req.Reject(privateData)
+	if err != nil {
+		// Refused before anything was sent (private data too long): the
+		// request is answered all the same, and its connection closed.
+		r.nc.Close()
+	}
+	return r.failed(err)
 }
 
 // answer tells the Listener that the application answers the request: nil,

@@ -2,6 +2,7 @@ package iwarp_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"testing"
 	"testing/synctest"
@@ -47,20 +48,19 @@ func TestListenerReviewRejectBadPrivateDataClosesConn(t *testing.T) {
 }
 
 // TestListenerReviewSharedQPCountLeak: two ConnRequest.Accept calls given
-// the same idle QP (an application error, which the API answers with an
-// error for one of them) must leave the count right: one connection on the
-// QP, released at the QP's teardown. Today the losing Accept's start
-// failure releases the count the winner passed to the QP (qp.releaseListener
-// swaps it out), and the winner's connection, torn down with the QP, is
-// never released: the count stays 1 for ever after everything is closed.
-// The two RTRs are sent one after the other (so the two qp.start calls do
-// not overlap: qp.start's own data race on qp.attrs is another matter).
+// the same idle QP (an application error) must leave the count right: the
+// second is refused at once (ErrInvalidConfig, the QP is claimed by the
+// first) and its request left unanswered for the application to answer;
+// the first's connection passes its count to the QP, released at the QP's
+// teardown. (Review finding: the losing Accept's failed start released the
+// count the winner had passed to the QP, so the count stayed 1 for ever.)
 func TestListenerReviewSharedQPCountLeak(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		pl, ln := listenPipes(t, nil)
 		ctx := context.Background()
 		release := []chan struct{}{make(chan struct{}), make(chan struct{})}
 		var ncs []net.Conn
+		var reqs []*iwarp.ConnRequest
 		ep := newEndpoint(t)
 		results := []chan error{make(chan error, 1), make(chan error, 1)}
 		for i := range 2 {
@@ -71,14 +71,25 @@ func TestListenerReviewSharedQPCountLeak(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			reqs = append(reqs, req)
 			go func() { results[i] <- req.Accept(ctx, ep.qp, nil) }()
+			synctest.Wait() // the first Accept holds the QP before the second
 		}
-		synctest.Wait() // both Accepts wait for their RTRs, the QP idle
 		var okN int
 		for i := range 2 {
 			close(release[i])
-			if err := <-results[i]; err == nil {
+			err := <-results[i]
+			switch {
+			case err == nil:
 				okN++
+			case errors.Is(err, iwarp.ErrInvalidConfig):
+				// The QP was taken: the request is left unanswered, and
+				// the application refuses it.
+				if rerr := reqs[i].Reject(nil); rerr != nil {
+					t.Errorf("Reject after the refused Accept: %v", rerr)
+				}
+			default:
+				t.Errorf("Accept %d: %v", i, err)
 			}
 		}
 		if okN != 1 {

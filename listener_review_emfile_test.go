@@ -63,12 +63,11 @@ func (c *fdConn) Close() error {
 // TestListenerReviewSilentPeersAtFDLimit: when silent peers hold every
 // file descriptor the process may open (a limit below MaxConnections, or
 // MaxPending, plus what else the process holds), accept(2) fails with
-// EMFILE and the accept loop only sleeps 10 ms and tries again, for ever:
-// it sheds nothing, so the clean client behind them waits in the kernel's
-// queue until the silent ones reach their StartupTimeout (5 s), and an
-// attacker who reopens them as they are closed keeps everyone out. The
-// Listener "never stops accepting" only as long as descriptors last; shed
-// the stalest startup on EMFILE/ENFILE and the client gets in at once.
+// EMFILE: the accept loop then sheds the stalest startup, whose descriptor
+// is given back, and takes the clean client behind them at once. (Review
+// finding: it only slept 10 ms and tried again, so the client waited for
+// the silent peers' StartupTimeout, and an attacker reopening them kept
+// everyone out.)
 func TestListenerReviewSilentPeersAtFDLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const fds = 4

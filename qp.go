@@ -83,6 +83,10 @@ type QP struct {
 	// QP, until its teardown releases it (set once by ConnRequest.Accept,
 	// taken once by releaseListener).
 	listener atomic.Pointer[Listener]
+	// connecting: a Connect or an Accept has claimed the QP (claim); only
+	// one may run its startup, and one that fails before starting the QP
+	// gives the claim back (the QP stays idle and reusable).
+	connecting atomic.Bool
 }
 
 // releaseListener takes the QP out of its Listener's connection count.
@@ -370,6 +374,21 @@ func (qp *QP) PostRecv(wrs ...RecvWR) error {
 }
 
 // start hands an established MPA connection to the engine.
+// claim reserves the idle QP for one connection setup; it fails if the QP
+// is not idle or another setup holds it.
+func (qp *QP) claim() error {
+	if s := qp.State(); s != StateIdle {
+		return fmt.Errorf("%w: QP is %v", ErrInvalidConfig, s)
+	}
+	if !qp.connecting.CompareAndSwap(false, true) {
+		return fmt.Errorf("%w: another Connect or Accept is setting the QP up", ErrInvalidConfig)
+	}
+	return nil
+}
+
+// unclaim gives the claim back after a setup that failed before start.
+func (qp *QP) unclaim() { qp.connecting.Store(false) }
+
 func (qp *QP) start(c *mpa.Conn) error {
 	p := c.Params()
 	qp.amu.Lock()
