@@ -44,59 +44,73 @@ func (q *QP) rxWaiting() {
 // which the caller does before it waits again.
 func (q *QP) rxReadable(fd uintptr) bool {
 	for {
-		q.mu.Lock()
-		iov := q.core.RxBufs(q.rxIOV[:0])
-		if len(iov) == 0 {
-			q.rxStop.Store(true)
-			q.rxActs |= q.afterLocked()
-			q.mu.Unlock()
-			return true
-		}
-		q.rxIOV = iov
-		q.rxOut = true
-		q.mu.Unlock()
-		var n int
-		var errno syscall.Errno
-		if len(iov) == 1 {
-			n, errno = rawRead(fd, iov[0])
-		} else {
-			n, errno, q.rxVec = rawReadv(fd, iov, q.rxVec)
-		}
-		q.mu.Lock()
-		q.rxOut = false
-		q.core.RxDone(n)
-		clear(q.rxIOV)
-		if n > 0 {
-			q.hold = false
-		}
-		stop := true
-		switch {
-		case errno == syscall.EAGAIN:
-			stop = false
-		case errno != 0:
-			q.core.RxEOF(os.NewSyscallError("read", errno))
-		case n == 0:
-			q.core.RxEOF(nil)
-		default:
-			stop = false
-		}
-		if stop {
-			q.rxStop.Store(true)
-		}
-		a := q.afterLocked()
-		q.mu.Unlock()
+		a, stop, empty := q.readOnce(fd, false)
 		q.rxActs |= a
 		switch {
 		case stop, a != 0:
 			return true
-		case errno == syscall.EAGAIN:
-			// Only EAGAIN says the socket is empty: a short read may
-			// have taken the peer's FIN (or come before an error) with
-			// the last octets, which the runtime's edge-triggered
-			// poller does not announce again; the next read says.
-			return false // the socket is empty: wait for more
+		case empty:
+			return false // wait for more
 		}
 	}
+}
+
+// readOnce makes one non-blocking read of the socket into the Core's
+// receive buffers (RxBufs, read or readv, RxDone) for the holder of the
+// receive token, and handles what it brought. It returns what the drives
+// decided, whether input is over (the Core wants no more, or the stream
+// ended: rxStop is set), and whether the socket was empty. Only EAGAIN
+// says it is: a short read may have taken the peer's FIN (or come before
+// an error) with the last octets, which the runtime's edge-triggered
+// poller does not announce again; the next read says. byWaiter counts the
+// FPDUs it completes in FPDUsByWaiters (the reading waiter).
+func (q *QP) readOnce(fd uintptr, byWaiter bool) (a acts, stop, empty bool) {
+	q.mu.Lock()
+	iov := q.core.RxBufs(q.rxIOV[:0])
+	if len(iov) == 0 {
+		q.rxStop.Store(true)
+		a = q.afterLocked()
+		q.mu.Unlock()
+		return a, true, false
+	}
+	q.rxIOV = iov
+	q.rxOut = true
+	q.mu.Unlock()
+	var n int
+	var errno syscall.Errno
+	if len(iov) == 1 {
+		n, errno = rawRead(fd, iov[0])
+	} else {
+		n, errno, q.rxVec = rawReadv(fd, iov, q.rxVec)
+	}
+	q.mu.Lock()
+	q.rxOut = false
+	st := q.core.Stats()
+	before := st.FPDUsReceived
+	q.core.RxDone(n)
+	if byWaiter {
+		st.FPDUsByWaiters += st.FPDUsReceived - before
+	}
+	clear(q.rxIOV)
+	if n > 0 {
+		q.hold = false
+	}
+	switch {
+	case errno == syscall.EAGAIN:
+		empty = true
+	case errno != 0:
+		q.core.RxEOF(os.NewSyscallError("read", errno))
+		stop = true
+	case n == 0:
+		q.core.RxEOF(nil)
+		stop = true
+	}
+	if stop {
+		q.rxStop.Store(true)
+	}
+	a = q.afterLocked()
+	q.mu.Unlock()
+	return a, stop, empty
 }
 
 // iovScratch is the iovec array rawReadv fills.

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"syscall"
 	"time"
 )
 
@@ -192,60 +191,14 @@ func (q *QP) rdReadable(fd uintptr) bool {
 		if q.rdReady() {
 			return true
 		}
-		q.mu.Lock()
-		iov := q.core.RxBufs(q.rxIOV[:0])
-		if len(iov) == 0 {
-			q.rxStop.Store(true)
-			q.rdActs |= q.afterLocked()
-			q.mu.Unlock()
-			return true
-		}
-		q.rxIOV = iov
-		q.rxOut = true
-		q.mu.Unlock()
-		var n int
-		var errno syscall.Errno
-		if len(iov) == 1 {
-			n, errno = rawRead(fd, iov[0])
-		} else {
-			n, errno, q.rxVec = rawReadv(fd, iov, q.rxVec)
-		}
-		q.mu.Lock()
-		q.rxOut = false
-		st := q.core.Stats()
-		before := st.FPDUsReceived
-		q.core.RxDone(n)
-		st.FPDUsByWaiters += st.FPDUsReceived - before
-		clear(q.rxIOV)
-		if n > 0 {
-			q.hold = false
-		}
-		stop := true
+		a, stop, empty := q.readOnce(fd, true)
+		a &^= actInterrupt // its own completions need not interrupt it
+		q.rdActs |= a
 		switch {
-		case errno == syscall.EAGAIN:
-			stop = false
-		case errno != 0:
-			q.core.RxEOF(os.NewSyscallError("read", errno))
-		case n == 0:
-			q.core.RxEOF(nil)
-		default:
-			stop = false
-		}
-		if stop {
-			q.rxStop.Store(true)
-		}
-		a := q.afterLocked()
-		q.mu.Unlock()
-		q.rdActs |= a &^ actInterrupt
-		switch {
-		case stop, a&^actInterrupt != 0:
+		case stop, a != 0:
 			return true
-		case errno == syscall.EAGAIN:
-			// Only EAGAIN says the socket is empty: a short read may
-			// have taken the peer's FIN (or come before an error) with
-			// the last octets, which the runtime's edge-triggered
-			// poller does not announce again; the next read says.
-			return q.rdReady() // the socket is empty: park unless done
+		case empty:
+			return q.rdReady() // park unless done
 		}
 	}
 }
