@@ -14,6 +14,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/goiwarp/iwarp/internal/fpdu"
 	"github.com/goiwarp/iwarp/internal/mem"
 )
 
@@ -341,23 +342,7 @@ func TestReview3Vectored(t *testing.T) {
 			for seed := uint64(1); seed <= 40; seed++ {
 				t.Run(fmt.Sprintf("%s/%d/%d", f.name, mul, seed), func(t *testing.T) {
 					rng := rand.New(rand.NewPCG(seed, 7))
-					o := defaults()
-					o.framing, o.v2, o.mulpdu, o.maxSGE = f.opts, true, mul, 16
-					if f.opts.SendMarkers && !f.opts.CRC {
-						o.rxOff, o.txOff = 100, 100
-					}
-					table := mem.NewTable(mem.TableOptions{})
-					a, b := newCore(t, table, o), newCore(t, table, o)
-					all := mem.AccessLocalWrite | mem.AccessRemoteRead | mem.AccessRemoteWrite
-					src := region(t, table, testPD, 200000, 0, all)
-					for i := range src.Bytes() {
-						src.Bytes()[i] = byte(rng.Uint32())
-					}
-					var rr []*mem.Region
-					for i := 0; i < 16; i++ {
-						rr = append(rr, region(t, table, testPD, 20000, 0, all))
-					}
-					wr := region(t, table, testPD, 20000, 0, all)
+					a, b, _, src, rr, wr := review3VectoredPair(t, f.opts, mul, rng)
 					regions := append([]*mem.Region{src, wr}, rr...)
 					// a 16-SGE receive of ~100000 octets
 					var sgl []SGE
@@ -492,23 +477,7 @@ func TestReview3VectoredChurn(t *testing.T) {
 			for seed := uint64(1); seed <= 60; seed++ {
 				t.Run(fmt.Sprintf("%s/%d/%d", f.name, mul, seed), func(t *testing.T) {
 					rng := rand.New(rand.NewPCG(seed, 9))
-					o := defaults()
-					o.framing, o.v2, o.mulpdu, o.maxSGE = f.opts, true, mul, 16
-					if f.opts.SendMarkers && !f.opts.CRC {
-						o.rxOff, o.txOff = 100, 100
-					}
-					table := mem.NewTable(mem.TableOptions{})
-					a, b := newCore(t, table, o), newCore(t, table, o)
-					all := mem.AccessLocalWrite | mem.AccessRemoteRead | mem.AccessRemoteWrite
-					src := region(t, table, testPD, 200000, 0, all)
-					for i := range src.Bytes() {
-						src.Bytes()[i] = byte(rng.Uint32())
-					}
-					var rr []*mem.Region
-					for i := 0; i < 16; i++ {
-						rr = append(rr, region(t, table, testPD, 20000, 0, all))
-					}
-					wr := region(t, table, testPD, 20000, 0, all)
+					a, b, table, src, rr, wr := review3VectoredPair(t, f.opts, mul, rng)
 					regions := append([]*mem.Region{wr}, rr...)
 					var sgl []SGE
 					size := 0
@@ -546,4 +515,28 @@ func TestReview3VectoredChurn(t *testing.T) {
 			}
 		}
 	}
+}
+
+// review3VectoredPair makes two Cores over framing opts (V2, MULPDU mul,
+// 16 SGEs) in one table (returned), with a 200000-octet source of random octets,
+// sixteen 20000-octet receive regions and a 20000-octet Write target.
+func review3VectoredPair(t *testing.T, opts fpdu.Options, mul int, rng *rand.Rand) (a, b *Core, table *mem.Table, src *mem.Region, rr []*mem.Region, wr *mem.Region) {
+	t.Helper()
+	o := defaults()
+	o.framing, o.v2, o.mulpdu, o.maxSGE = opts, true, mul, 16
+	if opts.SendMarkers && !opts.CRC {
+		o.rxOff, o.txOff = 100, 100
+	}
+	table = mem.NewTable(mem.TableOptions{})
+	a, b = newCore(t, table, o), newCore(t, table, o)
+	all := mem.AccessLocalWrite | mem.AccessRemoteRead | mem.AccessRemoteWrite
+	src = region(t, table, testPD, 200000, 0, all)
+	for i := range src.Bytes() {
+		src.Bytes()[i] = byte(rng.Uint32())
+	}
+	for i := 0; i < 16; i++ {
+		rr = append(rr, region(t, table, testPD, 20000, 0, all))
+	}
+	wr = region(t, table, testPD, 20000, 0, all)
+	return a, b, table, src, rr, wr
 }

@@ -111,14 +111,7 @@ func review3Frame(t testing.TB, ulpdu []byte) []byte {
 func TestReview3ReadvTruncatedFIN(t *testing.T) {
 	for _, m := range review3Modes {
 		t.Run(m.name, func(t *testing.T) {
-			o := defaultOpts()
-			o.noPoll = m.noPoll
-			e := newEnd(t, o)
-			ca, cb := testnet.TCPPair(t)
-			e.start(t, ca, o)
-			if m.waiter {
-				review3Waiter(t, e)
-			}
+			e, cb := review3FinEnd(t, m.noPoll, m.waiter)
 			target := e.register(t, make([]byte, 30000), mem.AccessRemoteWrite)
 			stream := review3Frame(t, tagged(wire.OpWrite, uint32(target.STag()), target.Base(), bytes.Repeat([]byte{7}, 30000)))
 			if _, err := cb.Write(stream[:1000]); err != nil {
@@ -147,14 +140,7 @@ func TestReview3ReadvTruncatedFIN(t *testing.T) {
 func TestReview3ShortReadFIN(t *testing.T) {
 	for _, m := range review3Modes {
 		t.Run(m.name, func(t *testing.T) {
-			o := defaultOpts()
-			o.noPoll = m.noPoll
-			e := newEnd(t, o)
-			ca, cb := testnet.TCPPair(t)
-			e.start(t, ca, o)
-			if m.waiter {
-				review3Waiter(t, e)
-			}
+			e, cb := review3FinEnd(t, m.noPoll, m.waiter)
 			target := e.register(t, make([]byte, 100), mem.AccessRemoteWrite)
 			review3Settled(t, e, cb, m.noPoll, m.waiter)
 			review3Cork(t, cb)
@@ -167,4 +153,19 @@ func TestReview3ShortReadFIN(t *testing.T) {
 			eventually(t, "the peer's close noticed", func() bool { return e.qp.State() != rdmap.StateRTS })
 		})
 	}
+}
+
+// review3FinEnd starts an end over loopback TCP, without a poller or
+// with one and a reading waiter, and returns it with the peer's side.
+func review3FinEnd(t *testing.T, noPoll, waiter bool) (*end, *net.TCPConn) {
+	t.Helper()
+	o := defaultOpts()
+	o.noPoll = noPoll
+	e := newEnd(t, o)
+	ca, cb := testnet.TCPPair(t)
+	e.start(t, ca, o)
+	if waiter {
+		review3Waiter(t, e)
+	}
+	return e, cb
 }

@@ -28,14 +28,21 @@ func (q *QP) rxWaiting() {
 		err := q.rc.Read(fn)
 		q.act(q.rxActs)
 		if err != nil {
-			q.mu.Lock()
-			q.core.RxEOF(err) // nothing if the QP is torn down already
-			a := q.afterLocked()
-			q.mu.Unlock()
-			q.act(a)
+			q.readFailed(err)
 			return
 		}
 	}
+}
+
+// readFailed hands the Core the error that ended a wait for the socket
+// (the connection closed or failed): nothing if the QP is torn down
+// already.
+func (q *QP) readFailed(err error) {
+	q.mu.Lock()
+	q.core.RxEOF(err)
+	a := q.afterLocked()
+	q.mu.Unlock()
+	q.act(a)
 }
 
 // rxReadable is the RawConn.Read callback: it reads until the socket is

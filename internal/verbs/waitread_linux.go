@@ -94,11 +94,7 @@ func (q *QP) waitReading(ctx context.Context, w *Waiter, cq *CQ) (bool, error) {
 			}
 			continue // a completion for someone else, or spurious
 		}
-		q.mu.Lock()
-		q.core.RxEOF(rerr) // nothing if the QP is torn down already
-		a := q.afterLocked()
-		q.mu.Unlock()
-		q.act(a)
+		q.readFailed(rerr)
 		break
 	}
 	// The deadline is in the past only while a waiter reads (rdMu): the
