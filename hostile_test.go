@@ -53,8 +53,11 @@ type servedQP struct {
 	cq     *iwarp.CQ
 	posted int
 	done   chan struct{} // closed when every posted receive has completed
-	mu     sync.Mutex
-	comps  []iwarp.Completion
+	// recording is closed when the goroutine that records completions has
+	// started: a case's goroutine count must not include the bystander's.
+	recording chan struct{}
+	mu        sync.Mutex
+	comps     []iwarp.Completion
 }
 
 const (
@@ -138,7 +141,7 @@ func (h *hostileResponder) accept(ctx context.Context, req *iwarp.ConnRequest) e
 	}
 	hostile := h.hostile.Load() && !h.noRead.Load() // read before Accept: the bystander's is not
 	rb := h.reg(hostileRecvs * 4096)
-	s := &servedQP{qp: qp, cq: cq, posted: hostileRecvs, done: make(chan struct{})}
+	s := &servedQP{qp: qp, cq: cq, posted: hostileRecvs, done: make(chan struct{}), recording: make(chan struct{})}
 	for i := 0; i < hostileRecvs; i++ {
 		if err := qp.PostRecv(iwarp.RecvWR{ID: uint64(i), SGL: []iwarp.SGE{rb.SGE(i*4096, 4096)}}); err != nil {
 			return err
@@ -152,6 +155,7 @@ func (h *hostileResponder) accept(ctx context.Context, req *iwarp.ConnRequest) e
 	defer func() {
 		go func() {
 			defer close(s.done)
+			close(s.recording)
 			for n := 0; n < s.posted; n++ {
 				c, err := cq.Next(context.Background())
 				if err != nil {
@@ -251,6 +255,9 @@ func TestHostilePeer(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	bystander := h.last()
+	// Its recorder starts once its Accept has returned, which may be after
+	// the bystander is already connected: the first case must not count it.
+	<-bystander.recording
 	h.hostile.Store(true)
 	stillServing := func(t testing.TB, round int) {
 		t.Helper()
