@@ -47,8 +47,8 @@ type perfFlags struct {
 	addr, host, ops, mode, png, targets, cpuProfile string
 	hostGiven                                       bool
 
-	port, size, minSize, maxSize, iters, depth, qps, pairs, idleQPs, loadQPs int
-	dur, trial                                                               time.Duration
+	port, size, minSize, maxSize, iters, depth, qps, slots, pairs, idleQPs, loadQPs int
+	dur, trial                                                                      time.Duration
 }
 
 func newPerfFlags(stdout, stderr io.Writer) *perfFlags {
@@ -67,6 +67,7 @@ func newPerfFlags(stdout, stderr io.Writer) *perfFlags {
 	p.DurationVar(&p.dur, "d", time.Second, "duration of each test when -n is 0")
 	p.IntVar(&p.depth, "q", 32, "queue depth: work requests in flight per QP in bandwidth tests")
 	p.IntVar(&p.qps, "qps", 1, "QPs per test, written to at once (one goroutine each)")
+	p.IntVar(&p.slots, "slots", 1, "Write and Read bandwidth tests: buffers of -size each QP cycles through on each side (the memory touched)")
 	p.BoolVar(&p.noCRC, "nocrc", false, "do not use MPA CRCs (both sides)")
 	p.BoolVar(&p.json, "json", false, "print the results as one JSON document instead of tables")
 	p.StringVar(&p.png, "png", "", "write a PNG chart of bandwidth and latency against size to this `file`")

@@ -22,7 +22,7 @@ var perfModeFlags = []struct {
 	{"vs-tcp", "not used with -vs-tcp (its targets say what to measure: pick them with -targets)",
 		[]string{"vs-tcp", "pairs", "trial", "idleqps", "loadqps", "targets", "json", "png"}},
 	{"tests", "only with -vs-tcp",
-		[]string{"op", "mode", "size", "sweep", "min", "max", "n", "d", "q", "qps", "nocrc", "json", "png"}},
+		[]string{"op", "mode", "size", "sweep", "min", "max", "n", "d", "q", "qps", "slots", "nocrc", "json", "png"}},
 }
 
 // perfMaxIters bounds -n (longer runs are for -d).
@@ -99,11 +99,19 @@ func (p *perfFlags) checkNumbers(mode string) bool {
 		{"p", p.port, 0, 65535}, {"size", p.size, 1, perf.MaxSize}, {"min", p.minSize, 1, perf.MaxSize},
 		{"max", p.maxSize, 1, perf.MaxSize}, {"n", p.iters, minIters, perfMaxIters}, {"q", p.depth, 1, perf.MaxDepth},
 		{"qps", p.qps, 1, perf.MaxDepth}, {"pairs", p.pairs, 1, 1000}, {"idleqps", p.idleQPs, 1, perf.MaxIdleQPs},
-		{"loadqps", p.loadQPs, 1, perf.MaxDepth},
+		{"loadqps", p.loadQPs, 1, perf.MaxDepth}, {"slots", p.slots, 1, perf.MaxSlots},
 	} {
 		if set(c.name) && !p.checkInt(c.name, int64(c.v), c.lo, c.hi) {
 			return false
 		}
+	}
+	largest := p.size
+	if p.sweep {
+		largest = p.maxSize
+	}
+	if int64(p.slots)*int64(largest) > perf.MaxSize {
+		p.badFlag("slots", p.slots, "times the message size %d is over %d bytes", largest, perf.MaxSize)
+		return false
 	}
 	if p.minSize > p.maxSize {
 		p.badFlag("max", p.maxSize, "must not be below -min %d", p.minSize)

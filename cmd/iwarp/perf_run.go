@@ -44,7 +44,7 @@ func (p *perfFlags) runServer(ctx context.Context, child bool) int {
 
 // config is the measurement the flags ask for (checked by check).
 func (p *perfFlags) config(progress bool) *perf.Config {
-	cfg := &perf.Config{Iters: p.iters, Duration: p.dur, Depth: p.depth, QPs: p.qps, CRC: !p.noCRC, Progress: progress,
+	cfg := &perf.Config{Iters: p.iters, Duration: p.dur, Depth: p.depth, QPs: p.qps, Slots: p.slots, CRC: !p.noCRC, Progress: progress,
 		Pairs: p.pairs, Trial: p.trial, IdleQPs: p.idleQPs, LoadQPs: p.loadQPs}
 	cfg.Ops, _ = perf.ParseOps(p.ops)
 	cfg.Modes, _ = perf.ParseModes(p.mode)

@@ -29,6 +29,7 @@ type bwQP struct {
 	depth   int // WRs in flight at most
 	pb      int // WRs per PostSend
 	slots   int
+	spread  bool // Writes and Reads cycle through slots on both sides (Config.Slots)
 	credits int
 	wrs     []iwarp.SendWR
 	sgls    [][]iwarp.SGE
@@ -54,14 +55,17 @@ func bwShape(op Op, size, depth int) (recvs, batch, d int) {
 }
 
 // newBwQP connects one QP for a bandwidth test.
-func (ep *Endpoint) newBwQP(ctx context.Context, op Op, size, depth int, crc bool) (*bwQP, error) {
+func (ep *Endpoint) newBwQP(ctx context.Context, op Op, size, depth, slots int, crc bool) (*bwQP, error) {
 	size = op.sizeOf(size)
 	recvs, batch, depth := bwShape(op, size, depth)
 	b := &bwQP{op: op, size: size, depth: depth, pb: max(1, min(depth/4, 64)), slots: 1, credits: recvs}
-	if op == Send && size >= 8 {
-		b.slots = depth
-	}
 	d := desc{op: op, size: uint32(size), recvs: uint32(recvs), batch: uint32(batch)}
+	switch {
+	case op == Send && size >= 8:
+		b.slots = depth
+	case (op == Write || op == Read) && slots > 1:
+		b.slots, b.spread, d.slots = slots, true, uint16(slots)
+	}
 	if crc {
 		d.flags |= flagCRC
 	}
@@ -172,6 +176,11 @@ func (b *bwQP) post(n int) error {
 		} else {
 			slot := int(seq % uint64(b.slots))
 			w.SGL = b.sgls[slot]
+			if b.spread {
+				w.Remote = b.c.remote
+				w.Remote.TO += uint64(slot * b.size)
+				w.Remote.Len = uint32(b.size)
+			}
 			if b.op == Send && b.size >= 8 {
 				binary.LittleEndian.PutUint64(b.c.local.Bytes()[slot*b.size:], seq)
 			}
@@ -200,7 +209,7 @@ func (ep *Endpoint) runBW(ctx context.Context, op Op, size int, cfg *Config, pro
 		}
 	}()
 	for i := range qps {
-		b, err := ep.newBwQP(ctx, op, size, cfg.Depth, cfg.CRC)
+		b, err := ep.newBwQP(ctx, op, size, cfg.Depth, cfg.Slots, cfg.CRC)
 		if err != nil {
 			return res, err
 		}

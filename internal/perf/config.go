@@ -17,7 +17,11 @@ type Config struct {
 	Depth    int           // work requests in flight per QP (bandwidth tests)
 	QPs      int           // QPs per test, each driven by its own goroutine
 	CRC      bool          // MPA CRCs on both sides
-	Progress bool          // a progress line, rewritten in place (a terminal)
+	// Slots is, for Write and Read bandwidth tests, how many
+	// message-size buffers each QP cycles through on each side (0 is 1):
+	// the memory a test touches, and so how much of it the caches hold.
+	Slots    int
+	Progress bool // a progress line, rewritten in place (a terminal)
 
 	// RunVsTCP's settings.
 	Pairs   int           // interleaved pairs per target
@@ -32,6 +36,7 @@ const (
 	MaxSize    = 64 << 20 // the largest message size
 	MaxDepth   = 4096     // the most work requests in flight, and QPs per test
 	MaxIdleQPs = 100_000  // the most idle QPs of the memory target
+	MaxSlots   = 1024     // the most buffers of Config.Slots (at most MaxSize of them)
 )
 
 // TargetKeys are the keys of RunVsTCP's targets, in the order they run.
@@ -84,10 +89,15 @@ func (c *Config) check(vsTCP bool) error {
 		return fmt.Errorf("no length of test: %d operations, %v", c.Iters, c.Duration)
 	case c.Depth < 1 || c.Depth > MaxDepth || c.QPs < 1 || c.QPs > MaxDepth:
 		return fmt.Errorf("depth %d and QPs %d must be 1..%d", c.Depth, c.QPs, MaxDepth)
+	case c.Slots < 0 || c.Slots > MaxSlots:
+		return fmt.Errorf("slots %d out of range 1..%d", c.Slots, MaxSlots)
 	}
 	for _, s := range c.Sizes {
 		if s < 1 || s > MaxSize {
 			return fmt.Errorf("size %d out of range 1..%d", s, MaxSize)
+		}
+		if int64(max(c.Slots, 1))*int64(s) > MaxSize {
+			return fmt.Errorf("%d slots of %d bytes are over %d bytes", c.Slots, s, MaxSize)
 		}
 	}
 	return nil

@@ -241,7 +241,7 @@ func TestChart(t *testing.T) {
 
 // TestDescRoundTrip: the descriptor and the report survive encoding.
 func TestDescRoundTrip(t *testing.T) {
-	d := desc{op: SendImm, flags: flagCRC | flagLat, size: 1 << 20, recvs: 64, batch: 16, remote: iwarp.RemoteBuffer{STag: 0x1234, TO: 99, Len: 8}}
+	d := desc{op: SendImm, flags: flagCRC | flagLat, size: 1 << 20, recvs: 64, batch: 16, remote: iwarp.RemoteBuffer{STag: 0x1234, TO: 99, Len: 8}, slots: 3}
 	got, err := decodeDesc(d.encode())
 	if err != nil || got != d {
 		t.Errorf("got %+v, %v; want %+v", got, err, d)
@@ -293,5 +293,46 @@ func TestProgressLine(t *testing.T) {
 	(&progress{w: &off}).track("x", time.Now(), time.Second, func() (uint64, int) { return 0, 0 })()
 	if off.String() != "" {
 		t.Errorf("progress off wrote %q", off.String())
+	}
+}
+
+// TestSlotsSpreadWritesAndReads: with Config.Slots each Write and Read of
+// a bandwidth test names the next of that many buffers on both sides, and
+// the server registers them all (a remote address past its first buffer
+// would otherwise fail the test with a protection error).
+func TestSlotsSpreadWritesAndReads(t *testing.T) {
+	ep := startServer(t)
+	const size, slots = 4096, 4
+	for _, op := range []Op{Write, Read} {
+		b, err := ep.newBwQP(context.Background(), op, size, 4*slots, slots, true) // posted 4 at a time
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.post(slots); err != nil {
+			t.Fatal(err)
+		}
+		for k, w := range b.wrs[:slots] {
+			if want := b.c.remote.TO + uint64(k*size); w.Remote.TO != want || w.Remote.Len != size || w.SGL[0] != b.sgls[k][0] {
+				t.Errorf("%v WR %d: remote %+v, SGE %+v; want TO %#x, slot %d", op, k, w.Remote, w.SGL[0], want, k)
+			}
+		}
+		if b.c.remote.Len != size*slots {
+			t.Errorf("%v: the server registered %d bytes, want %d", op, b.c.remote.Len, size*slots)
+		}
+		if err := b.run(context.Background(), 4*slots, time.Now().Add(10*time.Second)); err != nil {
+			t.Fatalf("%v: %v", op, err)
+		}
+		b.c.close()
+	}
+	cfg := &Config{Ops: []Op{Write, Read}, Modes: []string{"bw"}, Sizes: []int{size}, Iters: 40, Depth: 8, QPs: 1, Slots: slots}
+	if _, err := RunTests(context.Background(), ep, cfg, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Slots, cfg.Sizes = 2, []int{MaxSize}
+	if err := cfg.check(false); err == nil {
+		t.Error("2 slots of the largest size were accepted")
+	}
+	if _, err := decodeDesc((&desc{op: Write, size: MaxSize, slots: 2, batch: 1}).encode()); err == nil {
+		t.Error("a request for 2 slots of the largest size was accepted")
 	}
 }

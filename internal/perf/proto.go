@@ -39,6 +39,15 @@ type desc struct {
 	recvs  uint32 // receives the server keeps posted (credits)
 	batch  uint32 // the server returns credits every batch receives
 	remote iwarp.RemoteBuffer
+	slots  uint16 // Writes and Reads: message-size slots of the server's buffer (0 is 1)
+}
+
+// spread is the number of message-size slots of the server's buffer.
+func (d *desc) spread() int {
+	if d.slots > 1 && (d.op == Write || d.op == Read) {
+		return int(d.slots)
+	}
+	return 1
 }
 
 func (d *desc) encode() []byte {
@@ -49,6 +58,7 @@ func (d *desc) encode() []byte {
 	binary.BigEndian.PutUint32(b[12:], d.batch)
 	rb, _ := d.remote.MarshalBinary()
 	copy(b[16:], rb)
+	binary.BigEndian.PutUint16(b[32:], d.slots)
 	return b
 }
 
@@ -59,11 +69,12 @@ func decodeDesc(b []byte) (desc, error) {
 		return desc{}, errDesc
 	}
 	d := desc{op: Op(b[1]), flags: b[2], size: binary.BigEndian.Uint32(b[4:]),
-		recvs: binary.BigEndian.Uint32(b[8:]), batch: binary.BigEndian.Uint32(b[12:])}
+		recvs: binary.BigEndian.Uint32(b[8:]), batch: binary.BigEndian.Uint32(b[12:]), slots: binary.BigEndian.Uint16(b[32:])}
 	if err := d.remote.UnmarshalBinary(b[16:32]); err != nil {
 		return desc{}, err
 	}
-	if d.op < Send || d.op > opStat || d.size > 1<<26 || d.recvs > maxRecv || d.batch == 0 {
+	if d.op < Send || d.op > opStat || d.size > 1<<26 || d.recvs > maxRecv || d.batch == 0 ||
+		uint64(max(d.slots, 1))*uint64(d.size) > MaxSize {
 		return desc{}, errDesc
 	}
 	return d, nil

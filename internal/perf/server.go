@@ -157,7 +157,7 @@ func (s *serverConn) setup(pd *iwarp.PD) error {
 		return mr
 	}
 	size := int(d.op.sizeOf(int(d.size)))
-	s.data = reg(size, iwarp.AccessLocalWrite|iwarp.AccessRemoteWrite|iwarp.AccessRemoteRead|iwarp.AccessRemoteAtomic)
+	s.data = reg(size*d.spread(), iwarp.AccessLocalWrite|iwarp.AccessRemoteWrite|iwarp.AccessRemoteRead|iwarp.AccessRemoteAtomic)
 	s.report = reg(reportLen, 0)
 	if d.op == Send || d.op == SendImm {
 		s.recv = reg(size*recvs, iwarp.AccessLocalWrite)

@@ -129,6 +129,16 @@ func (v *vsTCP) bw(op Op, size, depth, qps int, crc bool) trial {
 	}
 }
 
+// bwSlots is bw on one QP that cycles through slots buffers of size on
+// each side (Config.Slots).
+func (v *vsTCP) bwSlots(op Op, size, depth, slots int, crc bool) trial {
+	return func(ctx context.Context, iters int) (Result, error) {
+		cfg := v.with(crc, depth, 1, iters)
+		cfg.Slots = slots
+		return v.ep.runBW(ctx, op, size, cfg, v.prog)
+	}
+}
+
 func (v *vsTCP) lat(op Op, size int) trial {
 	return func(ctx context.Context, iters int) (Result, error) {
 		return v.ep.runLat(ctx, op, size, v.with(false, 1, 1, iters), v.prog, v.samples)
