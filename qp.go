@@ -211,7 +211,9 @@ type QPAttributes struct {
 	RTR string
 	// IRD and ORD are the negotiated Read limits of this side.
 	IRD, ORD int
-	// MULPDU is the largest ULPDU this side sends.
+	// MULPDU is the largest ULPDU this side sends now: derived from the
+	// connection's TCP MSS (RFC 5044 §4.1) when it connected, and raised
+	// when the MSS grows (on loopback from 32,741 to 65,483 once data flows).
 	MULPDU int
 	// RFC7306 and V2: the RDMAP extensions both sides agreed on.
 	RFC7306, V2 bool
@@ -224,8 +226,12 @@ type QPAttributes struct {
 // Attributes returns what the connection negotiated.
 func (qp *QP) Attributes() QPAttributes {
 	qp.amu.Lock()
-	defer qp.amu.Unlock()
-	return qp.attrs
+	a := qp.attrs
+	qp.amu.Unlock()
+	if m := qp.e.MULPDU(); m > 0 {
+		a.MULPDU = m // it grows with the connection's MSS
+	}
+	return a
 }
 
 // PostSend queues send work requests, in order. It returns at once; the
@@ -400,7 +406,6 @@ func (qp *QP) start(c *mpa.Conn) error {
 		LocalAddr:       c.FPDU().NetConn().LocalAddr().String(),
 		PeerAddr:        c.FPDU().NetConn().RemoteAddr().String(),
 	}
-	mulpdu := c.MULPDU()
 	h := c.Handover()
 	qp.amu.Unlock()
 	qp.pd.dev.log.log(slog.LevelDebug, "iwarp: queue pair connected", slog.String("peer", qp.attrs.PeerAddr),
@@ -409,7 +414,7 @@ func (qp *QP) start(c *mpa.Conn) error {
 	return wrapEngineError(qp.e.Start(h.NetConn, verbs.Setup{
 		Framing: h.Framing, RxOff: h.RxOff, TxOff: h.TxOff, Pending: h.Pending,
 		Params: rdmap.Params{
-			IRD: int(p.IRD), ORD: int(p.ORD), MULPDU: mulpdu,
+			IRD: int(p.IRD), ORD: int(p.ORD), // MULPDU 0: derived from the MSS, and following it
 			FirstSendMSN: p.SendMSN(0), FirstReadMSN: p.SendMSN(1),
 			FirstPeerSendMSN: p.RecvMSN(0), FirstPeerReadMSN: p.RecvMSN(1),
 			RFC7306: p.Extensions&mpa.ExtRFC7306 != 0,

@@ -216,7 +216,6 @@ func (ep *Endpoint) runBW(ctx context.Context, op Op, size int, cfg *Config, pro
 		qps[i] = b
 	}
 	res.Depth = qps[0].depth
-	res.MULPDU = qps[0].c.qp.Attributes().MULPDU
 	// Warm up (pools, the first pages of every buffer), then start together.
 	far := time.Now().Add(time.Hour)
 	warm := uint64(4 * qps[0].depth)
@@ -255,6 +254,7 @@ func (ep *Endpoint) runBW(ctx context.Context, op Op, size int, cfg *Config, pro
 	})
 	stopProg()
 	after := takeSnapshot(false)
+	res.MULPDU = qps[0].c.qp.Attributes().MULPDU // it follows the MSS: as it ended
 	if err != nil {
 		return res, err
 	}

@@ -15,7 +15,7 @@ type Result struct {
 	Size      int     `json:"size"`
 	QPs       int     `json:"qps"`
 	Depth     int     `json:"depth"`
-	MULPDU    int     `json:"mulpdu,omitempty"` // the largest ULPDU the client sends (FPDU-size policy)
+	MULPDU    int     `json:"mulpdu,omitempty"` // the largest ULPDU the client sent at the end (FPDU-size policy)
 	Ops       uint64  `json:"ops"`
 	Seconds   float64 `json:"seconds"`
 	MBps      float64 `json:"mb_per_s"`   // 10^6 bytes per second

@@ -180,14 +180,10 @@ func New(cfg Config) (*Core, error) {
 			*m = 1
 		}
 	}
-	switch {
-	case p.MULPDU <= 0:
+	if p.MULPDU <= 0 {
 		p.MULPDU = fpdu.MULPDU(fpdu.DefaultEMSS, cfg.Framing.SendMarkers)
-	case p.MULPDU < minMULPDU:
-		p.MULPDU = minMULPDU
-	case p.MULPDU > fpdu.MaxULPDULen:
-		p.MULPDU = fpdu.MaxULPDULen
 	}
+	p.MULPDU = clampMULPDU(p.MULPDU)
 	c := &Core{
 		cfg:   cfg,
 		p:     p,
@@ -221,6 +217,27 @@ func New(cfg Config) (*Core, error) {
 
 // State returns the QP's state.
 func (c *Core) State() State { return c.state }
+
+// clampMULPDU raises n to minMULPDU and lowers it to the largest ULPDU
+// the 16-bit length field carries.
+func clampMULPDU(n int) int { return min(max(n, minMULPDU), fpdu.MaxULPDULen) }
+
+// MULPDU returns the largest ULPDU the Core puts into an FPDU now.
+func (c *Core) MULPDU() int { return c.p.MULPDU }
+
+// RaiseMULPDU raises the largest ULPDU of the FPDUs the Core builds from
+// now on to n (clamped as Params.MULPDU is); a smaller n changes
+// nothing. Segments already built keep their size; the next segment of a
+// message in progress takes the new one: a DDP message's segments need
+// not be of one size (RFC 5041 §5), and the Data Sink places each by its
+// own header. It never lowers the MULPDU, so that a message chosen to be
+// copied into one FPDU (prepareSources) still fits one. The shell calls
+// it when the connection's MSS grew.
+func (c *Core) RaiseMULPDU(n int) {
+	if n = clampMULPDU(n); n > c.p.MULPDU {
+		c.p.MULPDU = n
+	}
+}
 
 // Err returns the error that took the QP out of RTS (a *TerminateError, a
 // *ConnectionError, or one of ErrPeerDisconnected, ErrLocallyClosed,

@@ -148,6 +148,9 @@ type QP struct {
 	idleErr    error // why a QP that never started left IDLE
 	timer      opTimer
 	drain      *time.Timer // the drain after a Terminate
+	// mss and mssRead: the MULPDU following the connection's MSS (mss.go).
+	mss     mssFollow
+	mssRead mssRead
 
 	// The tokens: taken by compare-and-swap, never waited for.
 	rxTok, txTok atomic.Bool
@@ -220,7 +223,8 @@ func New(d *Device, cfg Config) (*QP, error) {
 // negotiated s, and begins reading it.
 func (q *QP) Start(nc net.Conn, s Setup) error {
 	p := s.Params
-	if p.MULPDU <= 0 {
+	follow := p.MULPDU <= 0
+	if follow {
 		p.MULPDU = fpdu.MULPDU(fpdu.EMSS(nc), s.Framing.SendMarkers)
 	}
 	var rc syscall.RawConn
@@ -248,6 +252,7 @@ func (q *QP) Start(nc net.Conn, s Setup) error {
 		return err
 	}
 	q.core, q.nc, q.rc = core, nc, rc
+	q.mss = mssFollow{on: follow, markers: s.Framing.SendMarkers}
 	q.hold = s.Framing.HoldSendUntilReceive
 	if len(s.Pending) > 0 {
 		q.hold = false

@@ -94,6 +94,7 @@ func (q *QP) txPump() bool {
 		q.mu.Lock()
 		q.txOut = false
 		q.core.TxDone(n)
+		q.noteTxLocked(n)
 		if err != nil && !full {
 			q.core.Fail(err)
 		}
@@ -163,6 +164,7 @@ func (q *QP) txBlocking() {
 		q.mu.Lock()
 		q.txOut = false
 		q.core.TxDone(n) // a partial write is progress too
+		q.noteTxLocked(n)
 		if err != nil {
 			q.core.Fail(err)
 		}

@@ -85,6 +85,7 @@ func (q *QP) txWritable(fd uintptr) bool {
 		q.mu.Lock()
 		q.txOut = false
 		q.core.TxDone(n)
+		q.noteTxLocked(n)
 		if errno != 0 && errno != syscall.EAGAIN {
 			q.core.Fail(os.NewSyscallError("writev", errno))
 		}
