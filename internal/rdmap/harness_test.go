@@ -81,6 +81,15 @@ func txAll(c *Core) []byte {
 	}
 }
 
+// bufsLen is the number of octets of bufs.
+func bufsLen(bufs [][]byte) int {
+	n := 0
+	for _, b := range bufs {
+		n += len(b)
+	}
+	return n
+}
+
 // rxAll feeds stream to c, at most chunk octets per RxBuf, and returns how
 // many octets it took (it stops when c wants no more input).
 func rxAll(c *Core, stream []byte, chunk int) int {

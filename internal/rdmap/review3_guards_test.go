@@ -344,14 +344,7 @@ func TestReview3Vectored(t *testing.T) {
 					rng := rand.New(rand.NewPCG(seed, 7))
 					a, b, _, src, rr, wr := review3VectoredPair(t, f.opts, mul, rng)
 					regions := append([]*mem.Region{src, wr}, rr...)
-					// a 16-SGE receive of ~100000 octets
-					var sgl []SGE
-					size := 0
-					for i := 0; i < 16; i++ {
-						n := 1 + rng.IntN(6000)
-						sgl = append(sgl, SGE{Region: rr[i], Off: uint64(rng.IntN(12000 - n)), Len: uint32(n)})
-						size += n
-					}
+					sgl, size := review3RecvSGL(rng, rr)
 					if _, err := b.PostRecv([]RecvWR{{ID: 7, SGL: sgl}}); err != nil {
 						t.Fatal(err)
 					}
@@ -479,13 +472,7 @@ func TestReview3VectoredChurn(t *testing.T) {
 					rng := rand.New(rand.NewPCG(seed, 9))
 					a, b, table, src, rr, wr := review3VectoredPair(t, f.opts, mul, rng)
 					regions := append([]*mem.Region{wr}, rr...)
-					var sgl []SGE
-					size := 0
-					for i := 0; i < 16; i++ {
-						n := 1 + rng.IntN(6000)
-						sgl = append(sgl, SGE{Region: rr[i], Off: uint64(rng.IntN(12000 - n)), Len: uint32(n)})
-						size += n
-					}
+					sgl, size := review3RecvSGL(rng, rr)
 					if _, err := b.PostRecv([]RecvWR{{ID: 7, SGL: sgl}}); err != nil {
 						t.Fatal(err)
 					}
@@ -539,4 +526,17 @@ func review3VectoredPair(t *testing.T, opts fpdu.Options, mul int, rng *rand.Ran
 	}
 	wr = region(t, table, testPD, 20000, 0, all)
 	return a, b, table, src, rr, wr
+}
+
+// review3RecvSGL is a random 16-SGE receive over the regions rr (one
+// piece of 1 to 6000 octets in each) and its size.
+func review3RecvSGL(rng *rand.Rand, rr []*mem.Region) ([]SGE, int) {
+	var sgl []SGE
+	size := 0
+	for i := 0; i < 16; i++ {
+		n := 1 + rng.IntN(6000)
+		sgl = append(sgl, SGE{Region: rr[i], Off: uint64(rng.IntN(12000 - n)), Len: uint32(n)})
+		size += n
+	}
+	return sgl, size
 }

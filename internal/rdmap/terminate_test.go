@@ -605,11 +605,7 @@ func TestBrokenFirstFPDUReleasesHold(t *testing.T) {
 func TestTerminateWhileWriteOut(t *testing.T) {
 	e := newTermEnv(t, defaults())
 	post(t, e.c, SendWR{ID: 1, Op: OpWrite, Flags: Signaled, SGL: []SGE{{Region: e.sink, Len: 64}}, RemoteSTag: 77})
-	bufs := e.c.TxBufs(nil)
-	n := 0
-	for _, b := range bufs {
-		n += len(b)
-	}
+	n := bufsLen(e.c.TxBufs(nil))
 	post(t, e.c, SendWR{ID: 2, Op: OpSend, Flags: Signaled})
 	code := wire.TermDDPInvalidSTag
 	term := cat(untagged(7, true, 0, 2, 1, 0), []byte{byte(code.Layer)<<4 | byte(code.Type), code.Code, 0, 0})
@@ -633,10 +629,7 @@ func TestTerminateWhileWriteOut(t *testing.T) {
 func TestPeerCloseWhileSendOut(t *testing.T) {
 	e := newTermEnv(t, defaults())
 	post(t, e.c, SendWR{ID: 1, Op: OpSend, Flags: Signaled, SGL: []SGE{{Region: e.sink, Len: 64}}})
-	n := 0
-	for _, b := range e.c.TxBufs(nil) {
-		n += len(b)
-	}
+	n := bufsLen(e.c.TxBufs(nil))
 	e.c.RxEOF(nil)
 	if e.c.State() != StateRTS || e.c.WantClose() {
 		t.Fatalf("state %v, close %v with the Send's octets handed out", e.c.State(), e.c.WantClose())
@@ -657,11 +650,7 @@ func TestTerminateThenEOFWhileWriteOut(t *testing.T) {
 	for _, eofErr := range []error{nil, errors.New("connection reset by peer")} {
 		e := newTermEnv(t, defaults())
 		post(t, e.c, SendWR{ID: 1, Op: OpWrite, Flags: Signaled, SGL: []SGE{{Region: e.sink, Len: 64}}, RemoteSTag: 77})
-		bufs := e.c.TxBufs(nil)
-		n := 0
-		for _, b := range bufs {
-			n += len(b)
-		}
+		n := bufsLen(e.c.TxBufs(nil))
 		code := wire.TermDDPInvalidSTag
 		term := cat(untagged(7, true, 0, 2, 1, 0), []byte{byte(code.Layer)<<4 | byte(code.Type), code.Code, 0, 0})
 		rxAll(e.c, e.p.frame(term), 1)
