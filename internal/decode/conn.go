@@ -25,6 +25,7 @@ type DirStats struct {
 	CRCGood    int
 	CRCBad     int
 	Errors     int // FPDUs with a framing, parse or receiver-check error
+	Cut        int // FPDUs cut short by a gap in the capture (not errors: the capture lost bytes the wire carried)
 	Markers    int // markers stripped
 	BadMarkers int
 	Gaps       int    // holes in the capture

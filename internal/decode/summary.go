@@ -26,7 +26,7 @@ func Summary(c *Conn) string {
 			fmt.Fprintf(&b, ", markers %d (bad %d)", st.Markers, st.BadMarkers)
 		}
 		if st.Gaps > 0 {
-			fmt.Fprintf(&b, ", gaps %d (%d bytes)", st.Gaps, st.GapBytes)
+			fmt.Fprintf(&b, ", gaps %d (%d bytes, %d FPDUs cut)", st.Gaps, st.GapBytes, st.Cut)
 		}
 		if st.Skipped > 0 {
 			fmt.Fprintf(&b, ", skipped %d", st.Skipped)

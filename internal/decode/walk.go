@@ -126,12 +126,12 @@ func (w *walker) run(r capture.Run, last bool) {
 			if !last {
 				it.Text = "a gap in the capture cuts this FPDU"
 			}
-			w.count(&it)
+			w.count(&it, !last)
 			w.emit(it)
 			w.synced = false
 			return
 		}
-		w.count(&it)
+		w.count(&it, false)
 		w.emit(it)
 		if errors.Is(err, fpdu.ErrULPDUTooShort) || errors.Is(err, fpdu.ErrULPDUTooLong) ||
 			(it.ULPDUErr != nil && errors.Is(err, fpdu.ErrCRC)) {
@@ -180,7 +180,9 @@ func (w *walker) item(off uint64, f fpdu.Frame, err error) Item {
 	return it
 }
 
-func (w *walker) count(it *Item) {
+// count adds the FPDU of it to the direction's statistics; cut says that a
+// gap in the capture, not the wire, made it incomplete.
+func (w *walker) count(it *Item, cut bool) {
 	st := w.stats()
 	st.FPDUs++
 	st.Markers += it.FPDU.Markers
@@ -193,7 +195,10 @@ func (w *walker) count(it *Item) {
 			st.CRCBad++
 		}
 	}
-	if it.FPDUErr != nil || it.ULPDUErr != nil || it.CheckErr != nil {
+	switch {
+	case cut:
+		st.Cut++
+	case it.FPDUErr != nil || it.ULPDUErr != nil || it.CheckErr != nil:
 		st.Errors++
 	}
 }
