@@ -2,7 +2,8 @@ package fpdu
 
 import (
 	"encoding/binary"
-	"sync"
+
+	"github.com/goiwarp/iwarp/internal/freelist"
 )
 
 // CopyMax is the largest payload piece Encoder.Append (like Writer.Append)
@@ -65,7 +66,9 @@ type encBlock struct {
 	end uint64
 }
 
-var encPool = sync.Pool{New: func() any { return new([encBlockSize]byte) }}
+// encPool holds the arena blocks of Encoders with nothing queued; it
+// retains up to 256 of them (4 MiB).
+var encPool = freelist.New(256, func() *[encBlockSize]byte { return new([encBlockSize]byte) })
 
 // NewEncoder returns an Encoder for a stream whose next octet is at stream
 // offset off (markers are positioned relative to the start of full
@@ -293,7 +296,7 @@ func (e *Encoder) pushArena(b []byte) {
 // newBlock starts a new arena block.
 func (e *Encoder) newBlock() {
 	e.fold()
-	b := encPool.Get().(*[encBlockSize]byte)
+	b := encPool.Get()
 	e.blocks = appendCompact(e.blocks, &e.bhead, encBlock{b: b, end: e.queued})
 	e.cur, e.used, e.crcFrom, e.tail = b, 0, 0, -1
 }

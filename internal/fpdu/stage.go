@@ -1,6 +1,6 @@
 package fpdu
 
-import "sync"
+import "github.com/goiwarp/iwarp/internal/freelist"
 
 // Receive staging (see Reader): sizes and the shared pool.
 const (
@@ -17,10 +17,12 @@ const (
 	lookahead = 64
 )
 
-var stagePool = sync.Pool{New: func() any {
+// stagePool holds the staging buffers of Readers with nothing staged; it
+// retains up to 64 of them (4 MiB).
+var stagePool = freelist.New(64, func() *[]byte {
 	b := make([]byte, stageSize)
 	return &b
-}}
+})
 
 // stage is a Reader's staging buffer: buf[r:w] holds received octets not
 // yet consumed. buf is taken from the pool only while it holds octets (or
@@ -34,7 +36,7 @@ type stage struct {
 // take makes sure a staging buffer is held.
 func (s *stage) take() {
 	if s.p == nil {
-		s.p = stagePool.Get().(*[]byte)
+		s.p = stagePool.Get()
 		s.buf = *s.p
 	}
 }

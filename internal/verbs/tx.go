@@ -3,9 +3,9 @@ package verbs
 import (
 	"errors"
 	"os"
-	"sync"
 	"time"
 
+	"github.com/goiwarp/iwarp/internal/freelist"
 	"github.com/goiwarp/iwarp/internal/poll"
 )
 
@@ -25,10 +25,11 @@ type txScratch struct {
 	vec iovecs // the system call's form (tx_linux.go)
 }
 
-var txPool = sync.Pool{New: func() any { return new(txScratch) }}
+// txPool holds the scratch of QPs not transmitting; it retains up to 256.
+var txPool = freelist.New(256, func() *txScratch { return new(txScratch) })
 
 // takeTx is what a goroutine does after taking the transmit token.
-func (q *QP) takeTx() { q.tx = txPool.Get().(*txScratch) }
+func (q *QP) takeTx() { q.tx = txPool.Get() }
 
 // releaseTx gives the transmit token back with its scratch.
 func (q *QP) releaseTx() {
