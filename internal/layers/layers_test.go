@@ -17,6 +17,8 @@ const module = "github.com/goiwarp/iwarp"
 // packages, and nothing in the stack may import them.
 var rank = map[string]int{
 	"internal/wire":      0,
+	"internal/crc32c":    0, // the MPA CRC (amd64 assembly beside hash/crc32): standard library only
+	"internal/freelist":  0, // bounded free lists of the hot paths' buffers: standard library only
 	"internal/fpdu":      1,
 	"internal/poll":      1, // the per-Device epoll poller of the engine's shell: standard library only
 	"internal/pcapwrite": 1, // capture writer of the public API: standard library only
