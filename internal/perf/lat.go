@@ -118,8 +118,12 @@ func (ep *Endpoint) runLat(ctx context.Context, op Op, size int, cfg *Config, pr
 // prelude before each), ends the test with the server's report and fills
 // res with the statistics.
 func timeLat(ctx context.Context, c *conn, res *Result, prog *progress, cfg *Config, samples []time.Duration, prelude, once func() error) error {
-	before := takeSnapshot(false)
-	k, elapsed, err := sampleRoundTrips(fmt.Sprintf("%s lat %d B", res.Op, res.Size), prog, cfg, samples, prelude, once)
+	// The counters start after the warm-up, as testing.AllocsPerRun's do:
+	// what a QP allocates on its first operations (queues sized on first
+	// use, a waiter, a timer) is its setup, not a cost per operation.
+	var before sysSnapshot
+	k, elapsed, err := sampleRoundTrips(fmt.Sprintf("%s lat %d B", res.Op, res.Size), prog, cfg, samples, prelude, once,
+		func() { before = takeSnapshot(false) })
 	after := takeSnapshot(false)
 	if err != nil {
 		return err
@@ -143,7 +147,7 @@ func timeLat(ctx context.Context, c *conn, res *Result, prog *progress, cfg *Con
 }
 
 // sampleRoundTrips warms up with latWarmup calls of prelude (if any) and
-// once, then times calls of once until samples is full, cfg.Iters were
+// once, calls started (if not nil), then times calls of once until samples is full, cfg.Iters were
 // taken or, without an iteration count, cfg.Duration has passed. Without a
 // prelude the round trips are timed back to back — each sample is the time
 // since the previous one ended; with one, prelude runs untimed before each
@@ -151,7 +155,7 @@ func timeLat(ctx context.Context, c *conn, res *Result, prog *progress, cfg *Con
 // line meanwhile and returns how many samples it took and the time the
 // whole loop took. The latency runs of both transports (ours and raw TCP)
 // use it.
-func sampleRoundTrips(label string, prog *progress, cfg *Config, samples []time.Duration, prelude, once func() error) (int, time.Duration, error) {
+func sampleRoundTrips(label string, prog *progress, cfg *Config, samples []time.Duration, prelude, once func() error, started func()) (int, time.Duration, error) {
 	for range latWarmup {
 		if prelude != nil {
 			if err := prelude(); err != nil {
@@ -165,6 +169,9 @@ func sampleRoundTrips(label string, prog *progress, cfg *Config, samples []time.
 	n := len(samples)
 	if cfg.Iters > 0 {
 		n = min(n, cfg.Iters)
+	}
+	if started != nil {
+		started()
 	}
 	var cnt atomic.Uint64
 	stopProg := prog.track(label, time.Now(), cfg.Duration, func() (uint64, int) { return cnt.Load(), 0 })

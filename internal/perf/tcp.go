@@ -219,7 +219,7 @@ func (ep *Endpoint) runTCPPingPong(ctx context.Context, size int, cfg *Config, p
 		_, err := io.ReadFull(c, buf)
 		return err
 	}
-	k, elapsed, err := sampleRoundTrips(fmt.Sprintf("tcp pingpong %d B", size), prog, cfg, samples, nil, once)
+	k, elapsed, err := sampleRoundTrips(fmt.Sprintf("tcp pingpong %d B", size), prog, cfg, samples, nil, once, nil)
 	if err != nil {
 		return res, err
 	}
