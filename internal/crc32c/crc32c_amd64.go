@@ -2,6 +2,11 @@
 
 package crc32c
 
+import (
+	"os"
+	"strings"
+)
+
 // foldAVX2 folds the n octets at p (n a multiple of 128, at least 128)
 // with state XORed into their first four to a 128-bit remainder, and
 // returns the CRC register (not inverted) after those 16 octets from zero:
@@ -28,6 +33,9 @@ var fold, hybrid = foldAVX2, hybridAVX2
 // hasFold reports AVX2, VPCLMULQDQ and SSE4.2, with the OS saving the YMM
 // registers.
 var hasFold = func() bool {
+	if cpuOff(os.Getenv("GODEBUG")) {
+		return false
+	}
 	maxID, _, _, _ := cpuid(0, 0)
 	if maxID < 7 {
 		return false
@@ -41,3 +49,15 @@ var hasFold = func() bool {
 	const avx2, vpclmul = 1 << 5, 1 << 10
 	return ebx7&avx2 != 0 && ecx7&vpclmul != 0
 }()
+
+// cpuOff reports whether a GODEBUG setting turns off a CPU feature the
+// folding needs, as it turns it off for the runtime and hash/crc32.
+func cpuOff(godebug string) bool {
+	for _, kv := range strings.Split(godebug, ",") {
+		switch strings.TrimSpace(kv) {
+		case "cpu.all=off", "cpu.avx2=off", "cpu.pclmulqdq=off", "cpu.sse42=off", "cpu.avx=off":
+			return true
+		}
+	}
+	return false
+}

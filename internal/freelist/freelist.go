@@ -44,8 +44,13 @@ func (l *List[T]) Get() *T {
 }
 
 // Put gives x back for reuse; the List drops it (to the garbage collector)
-// when it already holds its bound. The caller must not use x afterwards.
+// when it already holds its bound, and ignores nil. The caller must not
+// use x afterwards, nor put it back twice: like sync.Pool, a List does not
+// check that an object is returned once.
 func (l *List[T]) Put(x *T) {
+	if x == nil {
+		return
+	}
 	l.mu.Lock()
 	if len(l.items) < l.max {
 		l.items = append(l.items, x)

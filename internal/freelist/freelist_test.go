@@ -63,3 +63,12 @@ func TestConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestPutNil: a nil put back is ignored, so Get never returns nil.
+func TestPutNil(t *testing.T) {
+	l := New(2, func() *int { return new(int) })
+	l.Put(nil)
+	if x := l.Get(); x == nil {
+		t.Fatal("Get returned the nil that was put back")
+	}
+}
