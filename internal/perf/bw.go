@@ -226,7 +226,7 @@ func (ep *Endpoint) runBW(ctx context.Context, op Op, size int, cfg *Config, pro
 	if cfg.Iters > 0 {
 		limit = warm + uint64(cfg.Iters)
 	}
-	before := takeSnapshot(false)
+	before := startSnapshot()
 	start := time.Now()
 	if cfg.Iters == 0 {
 		deadline = start.Add(cfg.Duration)

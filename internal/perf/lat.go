@@ -123,7 +123,7 @@ func timeLat(ctx context.Context, c *conn, res *Result, prog *progress, cfg *Con
 	// use, a waiter, a timer) is its setup, not a cost per operation.
 	var before sysSnapshot
 	k, elapsed, err := sampleRoundTrips(fmt.Sprintf("%s lat %d B", res.Op, res.Size), prog, cfg, samples, prelude, once,
-		func() { before = takeSnapshot(false) })
+		func() { before = startSnapshot() })
 	after := takeSnapshot(false)
 	if err != nil {
 		return err

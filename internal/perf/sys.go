@@ -21,6 +21,18 @@ func takeSnapshot(settle bool) sysSnapshot {
 	return sysSnapshot{cpuNS: cpuTimeNS(), mallocs: m, rss: residentBytes()}
 }
 
+// startSnapshot collects garbage, then reads this process's counters: the
+// start of a measured window. A test starts from a collected heap, as
+// testing.B's benchmarks do, so that the garbage of the tests before it
+// (their connections' setup and teardown) does not set off a collection
+// inside its window, whose cost is not the test's: each collection empties
+// the runtime's central caches (the sudogs of goroutines blocked on a
+// channel or a contended mutex), which then refill by allocating.
+func startSnapshot() sysSnapshot {
+	runtime.GC()
+	return takeSnapshot(false)
+}
+
 // mallocsNow returns the heap objects allocated so far by this process.
 func mallocsNow() uint64 {
 	s := [1]metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
