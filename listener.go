@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -78,6 +79,12 @@ type Listener struct {
 	queue    list.List     // of *pendingConn whose Request waits for Accept, oldest first
 	ready    chan struct{} // a Request was queued (capacity 1)
 
+	// acceptErr is the error that ended the accept loop: the net.Listener
+	// was closed under the Listener (net.ErrClosed). Written once, under
+	// mu, before stopped is closed.
+	acceptErr error
+	stopped   chan struct{}
+
 	closeOnce sync.Once
 	done      chan struct{}
 	wg        sync.WaitGroup
@@ -99,7 +106,7 @@ func Listen(network, addr string, cfg *ListenConfig) (*Listener, error) {
 // arrived, or after about the StartupTimeout, so that peers that send
 // nothing cost the process nothing.
 func NewListener(ln net.Listener, cfg *ListenConfig) *Listener {
-	l := &Listener{ln: ln, done: make(chan struct{}), ready: make(chan struct{}, 1)}
+	l := &Listener{ln: ln, done: make(chan struct{}), stopped: make(chan struct{}), ready: make(chan struct{}, 1)}
 	if cfg != nil {
 		l.cfg = *cfg
 	}
@@ -125,6 +132,7 @@ func (l *Listener) Addr() net.Addr { return l.ln.Addr() }
 // it never waits for a startup to end (admit sheds one instead).
 func (l *Listener) acceptLoop() {
 	defer l.wg.Done()
+	var backoff time.Duration
 	for {
 		nc, err := l.ln.Accept()
 		if err != nil {
@@ -136,6 +144,15 @@ func (l *Listener) acceptLoop() {
 			if ne, ok := err.(net.Error); ok && ne.Timeout() {
 				continue
 			}
+			if errors.Is(err, net.ErrClosed) {
+				// Closed under the Listener: nothing more will come.
+				// Accept reports it once the queued requests are taken.
+				l.mu.Lock()
+				l.acceptErr = err
+				l.mu.Unlock()
+				close(l.stopped)
+				return
+			}
 			if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
 				// Out of descriptors: startups may hold them all (silent
 				// peers); the stalest gives its own back, and the
@@ -145,9 +162,17 @@ func (l *Listener) acceptLoop() {
 					continue
 				}
 			}
-			time.Sleep(10 * time.Millisecond) // nothing to give back: back off
+			// Nothing to give back (or an error of a caller's listener):
+			// back off, 5 ms doubling to 1 s, as net/http's Serve does.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			select {
+			case <-time.After(backoff):
+			case <-l.done:
+				return
+			}
 			continue
 		}
+		backoff = 0
 		p, shed := l.admit(nc, time.Now())
 		if shed != nil {
 			shed.Close()
@@ -174,6 +199,12 @@ func (l *Listener) startup(p *pendingConn) {
 	}
 }
 
+// ErrListenerFailed is the error of Accept once the net.Listener under the
+// Listener was closed by someone else (NewListener's ln) and every request
+// already read was taken; it wraps the net.Listener's error. Close the
+// Listener.
+var ErrListenerFailed = errors.New("iwarp: the listener stopped accepting connections")
+
 // Accept waits for the next connection request.
 func (l *Listener) Accept(ctx context.Context) (*ConnRequest, error) {
 	for {
@@ -184,6 +215,14 @@ func (l *Listener) Accept(ctx context.Context) (*ConnRequest, error) {
 		case <-l.ready:
 		case <-l.done:
 			return nil, ErrClosed
+		case <-l.stopped:
+			if r, err := l.dequeue(); r != nil || err != nil {
+				return r, err
+			}
+			l.mu.Lock()
+			err := l.acceptErr
+			l.mu.Unlock()
+			return nil, fmt.Errorf("%w: %w", ErrListenerFailed, err)
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
