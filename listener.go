@@ -141,9 +141,6 @@ func (l *Listener) acceptLoop() {
 				return
 			default:
 			}
-			if ne, ok := err.(net.Error); ok && ne.Timeout() {
-				continue
-			}
 			if errors.Is(err, net.ErrClosed) {
 				// Closed under the Listener: nothing more will come.
 				// Accept reports it once the queued requests are taken.
@@ -162,8 +159,9 @@ func (l *Listener) acceptLoop() {
 					continue
 				}
 			}
-			// Nothing to give back (or an error of a caller's listener):
-			// back off, 5 ms doubling to 1 s, as net/http's Serve does.
+			// Nothing to give back, or another error (a caller's
+			// listener past its deadline, say): back off, 5 ms doubling
+			// to 1 s, as net/http's Serve does.
 			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
 			select {
 			case <-time.After(backoff):
@@ -200,33 +198,50 @@ func (l *Listener) startup(p *pendingConn) {
 }
 
 // ErrListenerFailed is the error of Accept once the net.Listener under the
-// Listener was closed by someone else (NewListener's ln) and every request
-// already read was taken; it wraps the net.Listener's error. Close the
-// Listener.
+// Listener was closed by someone else (NewListener's ln), every connection
+// it had accepted before has either queued its request, which Accept
+// handed out, or failed its startup; it wraps the net.Listener's error.
+// Every later Accept fails the same way. Close the Listener.
 var ErrListenerFailed = errors.New("iwarp: the listener stopped accepting connections")
 
 // Accept waits for the next connection request.
 func (l *Listener) Accept(ctx context.Context) (*ConnRequest, error) {
+	stopped := l.stopped
 	for {
 		if r, err := l.dequeue(); r != nil || err != nil {
 			return r, err
 		}
+		if err := l.stoppedErr(); err != nil {
+			return nil, err
+		}
 		select {
 		case <-l.ready:
+		case <-stopped:
+			stopped = nil // from now on a startup's end signals ready
 		case <-l.done:
 			return nil, ErrClosed
-		case <-l.stopped:
-			if r, err := l.dequeue(); r != nil || err != nil {
-				return r, err
-			}
-			l.mu.Lock()
-			err := l.acceptErr
-			l.mu.Unlock()
-			return nil, fmt.Errorf("%w: %w", ErrListenerFailed, err)
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// stoppedErr returns Accept's error once the accept loop stopped and no
+// startup is still reading a Request (one that is may yet queue it), and
+// wakes the next waiting Accept so that it returns the same.
+func (l *Listener) stoppedErr() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.acceptErr == nil {
+		return nil
+	}
+	for e := l.startups.Front(); e != nil; e = e.Next() {
+		if e.Value.(*pendingConn).stage == stageAccepted {
+			return nil
+		}
+	}
+	l.signalReady()
+	return fmt.Errorf("%w: %w", ErrListenerFailed, l.acceptErr)
 }
 
 // Close stops listening; connections whose request was not yet taken by
@@ -237,6 +252,11 @@ func (l *Listener) Close() error {
 		conns := l.shut()
 		close(l.done)
 		err = l.ln.Close()
+		l.mu.Lock()
+		if l.acceptErr != nil && errors.Is(err, net.ErrClosed) {
+			err = nil // its maker closed it first, as ErrListenerFailed said
+		}
+		l.mu.Unlock()
 		for _, nc := range conns {
 			nc.Close()
 		}

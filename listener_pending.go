@@ -117,7 +117,18 @@ func (l *Listener) giveUp(p *pendingConn, why error) net.Conn {
 	p.gone = why
 	l.leave(p)
 	l.open.Add(-1)
+	if l.acceptErr != nil {
+		l.signalReady() // an Accept may wait for the last startup to end
+	}
 	return p.nc
+}
+
+// signalReady wakes one waiting Accept, if any (mu held or not).
+func (l *Listener) signalReady() {
+	select {
+	case l.ready <- struct{}{}:
+	default:
+	}
 }
 
 // leave takes p out of the lists and stops its timer (mu held).
