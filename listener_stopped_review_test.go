@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"os"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -58,7 +57,7 @@ func TestListenerStoppedWaitsForStartups(t *testing.T) {
 // any other; it was retried at once, forever (533,810 calls in 50 ms).
 func TestListenerTimeoutErrorBacksOff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cl := &timeoutListener{pipeListener: newPipeListener()}
+		cl := &failingListener{pipeListener: newPipeListener(), err: os.ErrDeadlineExceeded}
 		l := iwarp.NewListener(cl, nil)
 		time.Sleep(50 * time.Millisecond)
 		synctest.Wait()
@@ -68,22 +67,6 @@ func TestListenerTimeoutErrorBacksOff(t *testing.T) {
 			t.Errorf("%d accept calls in 50 ms of timeout errors, want 4 (5, 10, 20 ms back-off)", n)
 		}
 	})
-}
-
-// timeoutListener's Accept fails with a timeout until it is closed.
-type timeoutListener struct {
-	*pipeListener
-	calls atomic.Int64
-}
-
-func (tl *timeoutListener) Accept() (net.Conn, error) {
-	tl.calls.Add(1)
-	select {
-	case <-tl.done:
-		return nil, net.ErrClosed
-	default:
-		return nil, os.ErrDeadlineExceeded
-	}
 }
 
 // TestListenerCloseAfterStop (review 4, note 3): on a real TCP listener

@@ -54,7 +54,7 @@ func TestListenerUnderlyingClosed(t *testing.T) {
 // Close ends the wait at once.
 func TestListenerAcceptErrorBacksOff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fl := &failingListener{pipeListener: newPipeListener()}
+		fl := &failingListener{pipeListener: newPipeListener(), err: errors.New("accept: something went wrong")}
 		l := iwarp.NewListener(fl, nil)
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
@@ -70,8 +70,10 @@ func TestListenerAcceptErrorBacksOff(t *testing.T) {
 	})
 }
 
+// failingListener's Accept fails with err until it is closed.
 type failingListener struct {
 	*pipeListener
+	err   error
 	calls atomic.Int64
 }
 
@@ -81,6 +83,6 @@ func (fl *failingListener) Accept() (net.Conn, error) {
 	case <-fl.done:
 		return nil, net.ErrClosed
 	default:
-		return nil, errors.New("accept: something went wrong")
+		return nil, fl.err
 	}
 }

@@ -11,6 +11,41 @@
 	VPXOR T, ACC, ACC \
 	VPXOR Y, ACC, ACC
 
+// FIRST loads the first 128 octets at SI into Y0-Y3 with the CRC register
+// in AX XORed into their first four, and the main loop's constants at DX
+// into Y8.
+#define FIRST \
+	VMOVD AX, X4 \
+	VMOVDQU 0(SI), Y0 \
+	VMOVDQU 32(SI), Y1 \
+	VMOVDQU 64(SI), Y2 \
+	VMOVDQU 96(SI), Y3 \
+	VPXOR Y4, Y0, Y0 \
+	VBROADCASTI128 0(DX), Y8
+
+// REDUCE folds the eight lanes of Y0-Y3 into one (Y0, Y1 and Y2 onto Y3,
+// 96, 64 and 32 octets forward; Y3's low lane onto its high lane, 16
+// forward) with the constants at DX, and leaves in CX the CRC register of
+// those 16 octets from zero (using AX and BX).
+#define REDUCE \
+	VBROADCASTI128 16(DX), Y8 \
+	FOLD(Y8, Y0, Y3, Y9) \
+	VBROADCASTI128 32(DX), Y8 \
+	FOLD(Y8, Y1, Y3, Y9) \
+	VBROADCASTI128 48(DX), Y8 \
+	FOLD(Y8, Y2, Y3, Y9) \
+	VEXTRACTI128 $1, Y3, X1 \
+	VMOVDQU 64(DX), X8 \
+	VPCLMULQDQ $0x00, X8, X3, X9 \
+	VPCLMULQDQ $0x11, X8, X3, X3 \
+	VPXOR X9, X1, X1 \
+	VPXOR X3, X1, X1 \
+	VMOVQ X1, AX \
+	VPEXTRQ $1, X1, BX \
+	XORL CX, CX \
+	CRC32Q AX, CX \
+	CRC32Q BX, CX
+
 // func foldAVX2(state uint32, p *byte, n int, k *[10]uint64) uint32
 TEXT ·foldAVX2(SB), NOSPLIT, $0-36
 	MOVL state+0(FP), AX
@@ -18,13 +53,7 @@ TEXT ·foldAVX2(SB), NOSPLIT, $0-36
 	MOVQ n+16(FP), CX
 	MOVQ k+24(FP), DX
 
-	VMOVD AX, X4
-	VMOVDQU 0(SI), Y0
-	VMOVDQU 32(SI), Y1
-	VMOVDQU 64(SI), Y2
-	VMOVDQU 96(SI), Y3
-	VPXOR Y4, Y0, Y0
-	VBROADCASTI128 0(DX), Y8
+	FIRST
 	ADDQ $128, SI
 	SUBQ $128, CX
 	JZ reduce
@@ -47,27 +76,8 @@ loop:
 	JNZ loop
 
 reduce:
-	// Y0, Y1 and Y2 onto Y3 (96, 64 and 32 octets forward).
-	VBROADCASTI128 16(DX), Y8
-	FOLD(Y8, Y0, Y3, Y9)
-	VBROADCASTI128 32(DX), Y8
-	FOLD(Y8, Y1, Y3, Y9)
-	VBROADCASTI128 48(DX), Y8
-	FOLD(Y8, Y2, Y3, Y9)
-	// Y3's low lane onto its high lane (16 octets forward).
-	VEXTRACTI128 $1, Y3, X1
-	VMOVDQU 64(DX), X8
-	VPCLMULQDQ $0x00, X8, X3, X9
-	VPCLMULQDQ $0x11, X8, X3, X3
-	VPXOR X9, X1, X1
-	VPXOR X3, X1, X1
-	// The CRC of those 16 octets from a zero register.
-	VMOVQ X1, AX
-	VPEXTRQ $1, X1, BX
+	REDUCE
 	VZEROUPPER
-	XORL CX, CX
-	CRC32Q AX, CX
-	CRC32Q BX, CX
 	MOVL CX, ret+32(FP)
 	RET
 
@@ -141,13 +151,7 @@ TEXT ·hybridAVX2(SB), NOSPLIT, $0-44
 	XORL R12, R12
 	XORL R13, R13
 
-	VMOVD AX, X4
-	VMOVDQU 0(SI), Y0
-	VMOVDQU 32(SI), Y1
-	VMOVDQU 64(SI), Y2
-	VMOVDQU 96(SI), Y3
-	VPXOR Y4, Y0, Y0
-	VBROADCASTI128 0(DX), Y8
+	FIRST
 	ADDQ $128, SI
 	SCALAR
 	DECQ DI
@@ -172,23 +176,7 @@ hloop:
 	JNZ hloop
 
 hreduce:
-	VBROADCASTI128 16(DX), Y8
-	FOLD(Y8, Y0, Y3, Y9)
-	VBROADCASTI128 32(DX), Y8
-	FOLD(Y8, Y1, Y3, Y9)
-	VBROADCASTI128 48(DX), Y8
-	FOLD(Y8, Y2, Y3, Y9)
-	VEXTRACTI128 $1, Y3, X1
-	VMOVDQU 64(DX), X8
-	VPCLMULQDQ $0x00, X8, X3, X9
-	VPCLMULQDQ $0x11, X8, X3, X3
-	VPXOR X9, X1, X1
-	VPXOR X3, X1, X1
-	VMOVQ X1, AX
-	VPEXTRQ $1, X1, DX
-	XORL CX, CX
-	CRC32Q AX, CX
-	CRC32Q DX, CX
+	REDUCE
 
 	// The vector region's register moves past the three scalar regions,
 	// the first scalar one's past two, the second's past one.
