@@ -11,6 +11,22 @@
 	VPXOR T, ACC, ACC \
 	VPXOR Y, ACC, ACC
 
+// STEP folds the eight lanes of Y0-Y3 onto the next 128 octets at SI
+// with the constants in Y8 (128 octets forward).
+#define STEP \
+	VMOVDQU 0(SI), Y4 \
+	VMOVDQU 32(SI), Y5 \
+	VMOVDQU 64(SI), Y6 \
+	VMOVDQU 96(SI), Y7 \
+	FOLD(Y8, Y0, Y4, Y9) \
+	FOLD(Y8, Y1, Y5, Y10) \
+	FOLD(Y8, Y2, Y6, Y11) \
+	FOLD(Y8, Y3, Y7, Y12) \
+	VMOVDQA Y4, Y0 \
+	VMOVDQA Y5, Y1 \
+	VMOVDQA Y6, Y2 \
+	VMOVDQA Y7, Y3
+
 // FIRST loads the first 128 octets at SI into Y0-Y3 with the CRC register
 // in AX XORed into their first four, and the main loop's constants at DX
 // into Y8.
@@ -59,18 +75,7 @@ TEXT ·foldAVX2(SB), NOSPLIT, $0-36
 	JZ reduce
 
 loop:
-	VMOVDQU 0(SI), Y4
-	VMOVDQU 32(SI), Y5
-	VMOVDQU 64(SI), Y6
-	VMOVDQU 96(SI), Y7
-	FOLD(Y8, Y0, Y4, Y9)
-	FOLD(Y8, Y1, Y5, Y10)
-	FOLD(Y8, Y2, Y6, Y11)
-	FOLD(Y8, Y3, Y7, Y12)
-	VMOVDQA Y4, Y0
-	VMOVDQA Y5, Y1
-	VMOVDQA Y6, Y2
-	VMOVDQA Y7, Y3
+	STEP
 	ADDQ $128, SI
 	SUBQ $128, CX
 	JNZ loop
@@ -158,19 +163,8 @@ TEXT ·hybridAVX2(SB), NOSPLIT, $0-44
 	JZ hreduce
 
 hloop:
-	VMOVDQU 0(SI), Y4
-	VMOVDQU 32(SI), Y5
-	VMOVDQU 64(SI), Y6
-	VMOVDQU 96(SI), Y7
-	FOLD(Y8, Y0, Y4, Y9)
 	SCALAR
-	FOLD(Y8, Y1, Y5, Y10)
-	FOLD(Y8, Y2, Y6, Y11)
-	FOLD(Y8, Y3, Y7, Y12)
-	VMOVDQA Y4, Y0
-	VMOVDQA Y5, Y1
-	VMOVDQA Y6, Y2
-	VMOVDQA Y7, Y3
+	STEP
 	ADDQ $128, SI
 	DECQ DI
 	JNZ hloop
