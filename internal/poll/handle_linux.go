@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -36,7 +37,14 @@ type Handle struct {
 
 	rx rawIO // Read and Readv
 	tx rawIO // Write and Writev
+
+	ctls atomic.Uint64 // epoll_ctl calls made, for Ctls
 }
+
+// Ctls reports how many epoll_ctl calls h has made (Register, Arm, Disarm
+// and Close each make one): the tests of the callers that avoid them read
+// it.
+func (h *Handle) Ctls() uint64 { return h.ctls.Load() }
 
 // Register adds the socket of c to the Poller, disarmed: Ready is called
 // for bytes only after Arm (for an error or a hang-up it may be called
@@ -175,6 +183,7 @@ func (h *Handle) ctlLocked(op int, events uint32) error {
 	h.op = op
 	h.ev = syscall.EpollEvent{Events: events, Fd: int32(h.slot), Pad: int32(h.gen)}
 	h.ctlErr = nil
+	h.ctls.Add(1)
 	// Control keeps the descriptor open meanwhile: its number cannot
 	// name another file during the call.
 	if err := h.rc.Control(h.ctlFn); err != nil {

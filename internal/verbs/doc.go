@@ -35,14 +35,15 @@
 //
 // A goroutine waiting for a completion (CQ.Wait on a CQ that only one QP
 // feeds, or WaitFor after PostWait) that finds the receive token free
-// takes it and reads the socket itself (waitread_linux.go): it disarms the
-// poller, reads as Ready does, and parks in the runtime's network poller
-// on the socket, so a response reaches it without a hop through another
+// takes it and reads the socket itself (waitread_linux.go): it reads as
+// Ready does and, about to park, disarms the poller and parks in the
+// runtime's network poller on the socket, so a response reaches it without a hop through another
 // goroutine. Nothing depends on it for progress: a completion anyone else
 // adds for it, and the end of its context, interrupt its park (a read
 // deadline in the past, used for nothing else and taken back before the
 // token is released); on leaving it releases the token and re-arms, so
-// octets that arrive after it left fire Ready as usual.
+// octets that arrive after it left fire Ready as usual. One that never
+// parked re-arms only if a Ready found the token taken (QP.rxMissed).
 //
 // Transmitting: the goroutine that gave the Core work (a poster, the
 // receiver with a Read Response) takes the transmit token and writes

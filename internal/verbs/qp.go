@@ -135,6 +135,7 @@ type QP struct {
 	rdWaiter    *Waiter
 	rdCQ        *CQ
 	rdActs      acts
+	rdDisarmed  bool // it disarmed the socket before parking: arm on release
 	rdFn        func(uintptr) bool
 	interruptFn func()
 	// hold: the MPA Responder rule (RFC 5044 §7.1.2): nothing is sent
@@ -156,6 +157,10 @@ type QP struct {
 	rxTok, txTok atomic.Bool
 	// rxStop: the Core wants no more input (set by the rx token holder).
 	rxStop atomic.Bool
+	// rxMissed: a Ready found the receive token taken. The one-shot arm
+	// it came through is spent, so the holder must arm again when it
+	// releases the token (rxRelease swaps it after giving the token back).
+	rxMissed atomic.Bool
 	// hp is the poller registration (nil: no poller, or not yet).
 	hp atomic.Pointer[poll.Handle]
 	// rc is the connection's RawConn (nil for a connection without a
@@ -298,7 +303,7 @@ func (q *QP) startReading() {
 	case h != nil && !q.dev.track(q):
 		q.failWith(ErrDeviceClosed)
 	case h != nil:
-		q.rxRelease() // arms the socket
+		q.rxRelease(true) // arms the socket (registered disarmed)
 	case closed:
 	case q.rc != nil && rawIO:
 		q.rxTok.Store(true) // the receive goroutine holds it for good

@@ -41,6 +41,9 @@ func (h *rxHandler) Ready() {
 	if q.hp.Load() == nil {
 		return // a hang-up before Start stored the Handle: it arms next
 	}
+	// rxMissed before the token: a holder that gives the token back after
+	// this compare-and-swap failed sees the flag and arms again.
+	q.rxMissed.Store(true)
 	if !q.rxTok.CompareAndSwap(false, true) {
 		return // the holder re-arms when it releases the token
 	}
@@ -48,7 +51,7 @@ func (h *rxHandler) Ready() {
 		q.dev.workers.run(q.rxBulkFn)
 		return
 	}
-	q.rxRelease()
+	q.rxRelease(true)
 }
 
 // rxBulk is the receive goroutine of a busy connection: it holds the
@@ -58,16 +61,36 @@ func (q *QP) rxBulk() {
 	for res == rxBusy {
 		res = q.rxPoll(rxBudget)
 	}
-	q.rxRelease()
+	q.rxRelease(true)
 }
 
 // rxRelease gives the receive token back and arms the socket, unless the
 // Core wants no more input: bytes that arrived while it was held fire
 // Ready at once, and a Ready that found the token taken relies on this.
-func (q *QP) rxRelease() {
+// spent says whether the holder knows the one-shot arm to be used up (it
+// came through Ready, or disarmed the socket itself); a holder that took
+// the token while the socket was armed and left it so (a reading waiter
+// that never parked) arms only if a Ready found the token taken
+// meanwhile (rxMissed): the registration is armed otherwise, and the
+// epoll_ctl is saved.
+//
+// Why nothing is lost: the socket is armed whenever the token is free,
+// or is about to be by whoever spent the arm. A Ready sets rxMissed
+// before its compare-and-swap on the token; if that fails, the swap came
+// before this Store, so the Swap below, after it, sees the flag (all
+// three are sequentially consistent). A flag left by a Ready of the next
+// holder's tenure is taken here too, and the Arm made for it is one that
+// holder would have made.
+func (q *QP) rxRelease(spent bool) {
 	q.rxTok.Store(false)
 	h := q.hp.Load()
 	if h == nil || q.rxStop.Load() {
+		return
+	}
+	if q.rxMissed.Swap(false) {
+		spent = true
+	}
+	if !spent {
 		return
 	}
 	if err := h.Arm(); err != nil {

@@ -56,10 +56,10 @@ func (q *QP) waitReading(ctx context.Context, w *Waiter, cq *CQ) (bool, error) {
 	if !q.rxTok.CompareAndSwap(false, true) {
 		return false, nil
 	}
-	// The poller need not wake for octets this goroutine reads (advice:
-	// a Ready already on its way finds the token taken; rxRelease arms
-	// again).
-	_ = h.Disarm()
+	// The socket stays armed until the waiter is about to park
+	// (rdReadable disarms it then): a wait that finds its completion
+	// already readable makes no epoll_ctl at all.
+	q.rdDisarmed = false
 	q.rdWaiter, q.rdCQ = w, cq
 	// readerWaiting before the context is looked at: an end of ctx from
 	// now on interrupts the park, one before it is seen below.
@@ -107,7 +107,7 @@ func (q *QP) waitReading(ctx context.Context, w *Waiter, cq *CQ) (bool, error) {
 	}
 	q.rdMu.Unlock()
 	q.rdWaiter, q.rdCQ = nil, nil
-	q.rxRelease()
+	q.rxRelease(q.rdDisarmed)
 	return true, err
 }
 
@@ -194,7 +194,20 @@ func (q *QP) rdReadable(fd uintptr) bool {
 		case stop, a != 0:
 			return true
 		case empty:
-			return q.rdReady() // park unless done
+			if q.rdReady() {
+				return true
+			}
+			if !q.rdDisarmed {
+				// About to park: the poller need not wake for the octets
+				// this goroutine will read (advice: a Ready already on
+				// its way finds the token taken and sets rxMissed). The
+				// runtime's poller still reports octets that arrive
+				// between the empty read and the park: the park then
+				// ends at once.
+				q.rdDisarmed = true
+				_ = q.hp.Load().Disarm()
+			}
+			return false
 		}
 	}
 }

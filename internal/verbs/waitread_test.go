@@ -6,8 +6,10 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/goiwarp/iwarp/internal/mem"
 	"github.com/goiwarp/iwarp/internal/rdmap"
@@ -152,4 +154,81 @@ func TestWaitReadingSharedCQ(t *testing.T) {
 	if q := cq.sole(); q != qps[0] {
 		t.Fatalf("after one QP closed: sole %p, want %p", q, qps[0])
 	}
+}
+
+// TestWaitReadingArmsOnlyWhenParked: a waiter that finds its completion
+// readable at once leaves the poller's registration as it found it (no
+// epoll_ctl); it disarms the socket only when it is about to park, and
+// then arms it again as it leaves. The test disarms a's socket itself, so
+// that the Read Response waits in the socket for the waiter rather than
+// being read by the poller.
+func TestWaitReadingArmsOnlyWhenParked(t *testing.T) {
+	a, b := defaultPair(t)
+	word := b.register(t, make([]byte, 8), mem.AccessRemoteRead)
+	sink := a.register(t, make([]byte, 8), mem.AccessLocalWrite)
+	h := a.qp.hp.Load()
+	if err := h.Disarm(); err != nil {
+		t.Fatal(err)
+	}
+	a.post(t, remote(rdmap.SendWR{ID: 5, Op: rdmap.OpRead, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(sink)}}, word, 0))
+	deadline := time.Now().Add(bound)
+	for socketQueued(t, a) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the Read Response never reached a's socket")
+		}
+		runtime.Gosched()
+	}
+	before := h.Ctls()
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	if err := a.cq.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.Ctls() - before; n != 0 {
+		t.Errorf("a wait that found its completion readable made %d epoll_ctl calls, want 0", n)
+	}
+	a.want(t, 5, rdmap.StatusSuccess)
+	if !a.qp.rxTok.CompareAndSwap(false, true) {
+		t.Fatal("the waiter kept the receive token")
+	}
+	a.qp.rxRelease(true) // the test's Disarm spent the arm: arm as a holder would
+
+	// A waiter that parks disarms first and arms again as it leaves: two
+	// calls.
+	a.postRecv(t, rdmap.RecvWR{ID: 7})
+	before = h.Ctls()
+	errc := make(chan error, 1)
+	go func() { errc <- a.cq.Wait(ctx) }()
+	for h.Ctls() == before {
+		if time.Now().After(deadline) {
+			t.Fatal("the waiter never disarmed the socket to park")
+		}
+		runtime.Gosched()
+	}
+	b.post(t, rdmap.SendWR{ID: 6, Op: rdmap.OpSend, Flags: rdmap.Signaled})
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if n := h.Ctls() - before; n != 2 {
+		t.Errorf("a wait that parked made %d epoll_ctl calls, want 2 (disarm, arm)", n)
+	}
+	a.want(t, 7, rdmap.StatusSuccess)
+}
+
+// socketQueued returns the octets waiting in e's socket (FIONREAD).
+func socketQueued(t *testing.T, e *end) int {
+	t.Helper()
+	var n int
+	var errno syscall.Errno
+	if err := e.qp.rc.Control(func(fd uintptr) {
+		var v int32
+		_, _, errno = syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCINQ, uintptr(unsafe.Pointer(&v)))
+		n = int(v)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if errno != 0 {
+		t.Fatal(errno)
+	}
+	return n
 }
