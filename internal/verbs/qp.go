@@ -294,6 +294,10 @@ func (q *QP) startReading() {
 	q.mu.Lock()
 	closed := q.connClosed
 	if h != nil {
+		// The receive token before the Handle is published: a waiter
+		// or a Ready that sees the Handle finds the token taken until
+		// rxRelease below gives it back and arms the socket.
+		q.rxTok.Store(true)
 		q.hp.Store(h)
 	}
 	q.mu.Unlock()

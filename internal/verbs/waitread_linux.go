@@ -36,8 +36,10 @@ var aLongTimeAgo = time.Unix(1, 0)
 // true, what it waited for is there, or ctx ended (its error), or the
 // socket failed (the QP's teardown delivers the completions).
 func (q *QP) waitReading(ctx context.Context, w *Waiter, cq *CQ) (bool, error) {
+	// The Handle first: Start stores it after q.rc, so a Handle seen
+	// here orders the read of q.rc after Start's write.
 	h := q.hp.Load()
-	if q.rc == nil || h == nil || q.rxStop.Load() {
+	if h == nil || q.rc == nil || q.rxStop.Load() {
 		return false, nil
 	}
 	if q.txTok.Load() {
