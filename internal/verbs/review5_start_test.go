@@ -7,8 +7,11 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/goiwarp/iwarp/internal/rdmap"
 	"github.com/goiwarp/iwarp/internal/testnet"
+	"github.com/goiwarp/iwarp/internal/wire"
 )
 
 // review5Blocked reports whether a goroutine whose stack holds every one
@@ -37,27 +40,23 @@ next:
 	return false
 }
 
-// TestReview5FailsStartFreesTheWaitersToken: a goroutine waiting on the
-// QP's CQ while Start runs takes the receive token between startReading's
-// hp.Store (the Handle, registered disarmed, is published) and its
-// rxRelease(true) (which arms it): waitReading only needs hp non-nil and
-// the token free. rxRelease then stores token=false although Start never
-// held the token: the waiter, parked on the socket, is no longer its only
-// reader, and the next Ready takes the token and reads the socket (and
-// the Core's receive buffers) while the runtime wakes the waiter to read
-// them too. The test stops Start between the two with the Device's mutex
-// (track takes it) and checks that while a waiter reads the socket the
-// token is held.
-//
-// Fix: startReading takes the token before it publishes the Handle
-// (q.rxTok.Store(true) under q.mu, before q.hp.Store), so that its
-// rxRelease(true) gives back a token it holds; a waiter arriving in
-// between finds it taken and waits as usual.
-func TestReview5FailsStartFreesTheWaitersToken(t *testing.T) {
+// TestReview5StartKeepsTheWaitersToken: a goroutine waiting on the QP's
+// CQ while Start runs, between startReading's hp.Store (the Handle,
+// registered disarmed, is published) and its rxRelease(true) (which arms
+// it). Before 76e36f1 the waiter found the token free and took it, and
+// rxRelease then stored token=false although Start had never held it: the
+// waiter, parked on the socket, was no longer its only reader, and the
+// next Ready took the token and read the socket (and the Core's receive
+// buffers) while the runtime woke the waiter to read them too. Start now
+// takes the token before it publishes the Handle. The test stops Start
+// between the two with the Device's mutex (track takes it) and checks
+// that while a waiter reads the socket the token is held.
+func TestReview5StartKeepsTheWaitersToken(t *testing.T) {
 	o := defaultOpts()
 	e := newEnd(t, o)
-	ca, _ := testnet.TCPPair(t)
+	ca, cb := testnet.TCPPair(t)
 	e.conn = ca
+	p := newPeer(t, cb)
 	d, q := e.dev, e.qp
 
 	// Start stops in pollerFor (past its first q.mu section), then, with
@@ -103,10 +102,7 @@ func TestReview5FailsStartFreesTheWaitersToken(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	waited := make(chan error, 1)
 	go func() { waited <- e.cq.Wait(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-waited
-	})
+	defer cancel()
 	eventually(t, "the waiter parked", func() bool {
 		return review5Blocked("IO wait", []string{"(*QP).waitReading(", "(*CQ).Wait("}, nil) ||
 			review5Blocked("select", []string{"(*CQ).Wait("}, nil)
@@ -120,4 +116,16 @@ func TestReview5FailsStartFreesTheWaitersToken(t *testing.T) {
 		t.Error("a waiter is parked reading the socket and the receive token is free: " +
 			"Start's rxRelease gave back a token it did not hold, and the next Ready reads the socket too")
 	}
+	// The peer's Send ends the wait, whoever reads it.
+	e.postRecv(t, rdmap.RecvWR{ID: 1})
+	p.sendMsg(wire.OpSend, 0, nil)
+	select {
+	case err := <-waited:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(bound):
+		t.Fatalf("the wait begun during Start never saw the peer's Send (state %v, %v)", q.State(), q.Err())
+	}
+	e.want(t, 1, rdmap.StatusSuccess)
 }

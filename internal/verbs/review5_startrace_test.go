@@ -10,16 +10,13 @@ import (
 	"github.com/goiwarp/iwarp/internal/testnet"
 )
 
-// TestReview5FailsWaitBeforeStartRace (fails under -race only): a CQ.Wait
-// that begins before its QP starts reads q.rc in waitReading
-// (`q.rc == nil || h == nil`, q.rc first) with nothing ordering that read
-// before Start's write of q.rc under q.mu: the race detector reports it.
-// A QP's CQ waited on by one goroutine while another connects and starts
-// the QP is an ordinary pattern.
-//
-// Fix: look at the atomic h first (`h == nil || q.rc == nil`): a non-nil
-// Handle was stored after q.rc was written, so the read is ordered.
-func TestReview5FailsWaitBeforeStartRace(t *testing.T) {
+// TestReview5WaitBeforeStart (under -race): a CQ.Wait that begins before
+// its QP starts, as when one goroutine waits on the CQ while another
+// connects and starts the QP. Before 76e36f1 waitReading read q.rc before
+// loading the Handle, with nothing ordering that read before Start's
+// write of q.rc under q.mu: the race detector reported it. The wait must
+// also end with the completion that comes once the QP runs.
+func TestReview5WaitBeforeStart(t *testing.T) {
 	a, b := newEnd(t, defaultOpts()), newEnd(t, defaultOpts())
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
