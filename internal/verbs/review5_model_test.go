@@ -25,8 +25,11 @@ import (
 //	         interrupt; leave: rxRelease(spent=rdDisarmed)
 //	release: token = false; spent |= Swap(rxMissed, false); if spent Arm
 //
-// Variants of the code that drop one of the rules must strand octets, so
-// that the check can fail.
+// Start is modeled too: it publishes the Handle of a socket registered
+// disarmed, holding the token (76e36f1), and gives it back with
+// rxRelease(true). Variants of the code that drop one of the rules must
+// strand octets, or free a token its holder still reads with, so that the
+// check can fail.
 
 // rxVariant is a deliberate departure from the code, or none.
 type rxVariant uint8
@@ -37,6 +40,7 @@ const (
 	rxSwapFirst                // rxRelease swaps rxMissed before it frees the token
 	rxNoMissed                 // Ready never sets rxMissed
 	rxWaiterNotSpent           // the waiter releases with spent=false even after it disarmed
+	rxStartUntaken             // Start publishes the Handle without taking the token (before 76e36f1)
 )
 
 // rxModel is one state: the shared variables and each goroutine's program
@@ -54,6 +58,7 @@ type rxModel struct {
 	wDis   [2]bool // rdDisarmed
 	wSpent [2]bool // rxRelease's spent
 	wParks [2]int8
+	sp     int8 // Start's program counter (sDone: no Start modeled)
 }
 
 // Program counters.
@@ -67,6 +72,17 @@ const (
 	rRelSwap
 	rRelArm
 )
+
+const (
+	sPublish int8 = iota // store the Handle (registered disarmed)
+	sRelStore
+	sRelSwap
+	sRelArm
+	sDone
+)
+
+// startHolder is Start as the token's holder.
+const startHolder = 9
 
 const (
 	wStart int8 = iota
@@ -175,8 +191,40 @@ func (x *rxExplore) successors(m rxModel) []rxModel {
 		n.rp = rIdle
 		add(n)
 	}
-	// The waiters.
-	for i := 0; i < x.waiters; i++ {
+	// Start, from the Handle's publication to startReading's
+	// rxRelease(true).
+	switch m.sp {
+	case sPublish:
+		n := m
+		if x.v != rxStartUntaken {
+			n.tok, n.holder = true, startHolder
+		}
+		n.sp = sRelStore
+		add(n)
+	case sRelStore:
+		n := m
+		if m.holder != startHolder && m.holder != -1 {
+			x.fail(&x.doubles, m, "Start frees a token it does not hold")
+		}
+		if m.holder == startHolder {
+			n.holder = -1
+		}
+		n.tok = false
+		n.sp = sRelSwap
+		add(n)
+	case sRelSwap:
+		n := m
+		n.missed = false
+		n.sp = sRelArm
+		add(n)
+	case sRelArm:
+		n := m
+		n.armed = true
+		n.sp = sDone
+		add(n)
+	}
+	// The waiters (who see the Handle once Start published it).
+	for i := 0; i < x.waiters && m.sp != sPublish; i++ {
 		me := int8(1 + i)
 		leave := func(n rxModel) rxModel {
 			n.wSpent[i] = n.wDis[i] && x.v != rxWaiterNotSpent
@@ -274,10 +322,14 @@ func (x *rxExplore) walk(m rxModel) {
 
 // rxCheck explores every schedule of waiters reading waiters, the poller
 // and a peer sending sends messages, from a socket armed with the token
-// free.
-func rxCheck(v rxVariant, waiters int, sends int8, maxParks int8) *rxExplore {
+// free, or withStart from Start publishing the Handle of a socket
+// registered disarmed.
+func rxCheck(v rxVariant, waiters int, sends int8, maxParks int8, withStart bool) *rxExplore {
 	x := &rxExplore{v: v, waiters: waiters, maxParks: maxParks, seen: make(map[rxModel]bool)}
-	start := rxModel{sends: sends, armed: true, holder: -1}
+	start := rxModel{sends: sends, armed: true, holder: -1, sp: sDone}
+	if withStart {
+		start.armed, start.sp = false, sPublish
+	}
 	for i := waiters; i < len(start.wp); i++ {
 		start.wp[i] = wDone
 	}
@@ -286,15 +338,22 @@ func rxCheck(v rxVariant, waiters int, sends int8, maxParks int8) *rxExplore {
 }
 
 func TestReview5RxTokenModel(t *testing.T) {
-	for waiters := 1; waiters <= 2; waiters++ {
-		for sends := int8(1); sends <= 3; sends++ {
-			x := rxCheck(rxAsCoded, waiters, sends, 2)
-			if x.stranded != 0 || x.doubles != 0 {
-				t.Errorf("%d waiters, %d sends: %d of %d schedules strand octets, %d read without the token; e.g. %s",
-					waiters, sends, x.stranded, x.ends, x.doubles, x.example)
+	for _, withStart := range []bool{false, true} {
+		for waiters := 1; waiters <= 2; waiters++ {
+			for sends := int8(1); sends <= 3; sends++ {
+				x := rxCheck(rxAsCoded, waiters, sends, 2, withStart)
+				if x.stranded != 0 || x.doubles != 0 {
+					t.Errorf("Start %v, %d waiters, %d sends: %d of %d schedules strand octets, %d read without the token; e.g. %s",
+						withStart, waiters, sends, x.stranded, x.ends, x.doubles, x.example)
+				}
+				t.Logf("Start %v, %d waiters, %d sends: %d states, %d final, none strands octets", withStart, waiters, sends, len(x.seen), x.ends)
 			}
-			t.Logf("%d waiters, %d sends: %d states, %d final, none strands octets", waiters, sends, len(x.seen), x.ends)
 		}
+	}
+	if x := rxCheck(rxStartUntaken, 1, 1, 2, true); x.doubles == 0 {
+		t.Error("a Start that publishes the Handle without the token frees no waiter's token: the check cannot fail")
+	} else {
+		t.Logf("Start without the token: %d violations, e.g. %s", x.doubles, x.example)
 	}
 	for _, v := range []struct {
 		v    rxVariant
@@ -305,7 +364,7 @@ func TestReview5RxTokenModel(t *testing.T) {
 		{rxNoMissed, "no rxMissed"},
 		{rxWaiterNotSpent, "a waiter that disarmed releases with spent=false"},
 	} {
-		x := rxCheck(v.v, 1, 2, 2)
+		x := rxCheck(v.v, 1, 2, 2, false)
 		if x.stranded == 0 {
 			t.Errorf("%s strands no octets: the check cannot fail", v.name)
 		}
