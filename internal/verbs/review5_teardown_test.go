@@ -15,10 +15,10 @@ import (
 // TestReview5TeardownUnderParkedWaiter: a goroutine parked reading its
 // QP's socket (the token held, the poller's registration disarmed by the
 // waiter) while the QP's own Device is closed, the QP is closed or
-// disconnected, or the scripted peer (which never answers) closes or
-// half-closes: the wait ends, with the flushed completion, and Close
-// returns, within the bound. The waiter is a CQ.Wait for a receive, or a
-// Do of a Read the peer never answers.
+// disconnected, or the scripted peer (which never answers) closes,
+// half-closes or resets the connection: the wait ends, with the flushed
+// completion, and Close returns, within the bound. The waiter is a
+// CQ.Wait for a receive, or a Do of a Read the peer never answers.
 func TestReview5TeardownUnderParkedWaiter(t *testing.T) {
 	teardowns := []struct {
 		name string
@@ -33,6 +33,10 @@ func TestReview5TeardownUnderParkedWaiter(t *testing.T) {
 		}},
 		{"peer's close", func(e *end, p *peer) { p.nc.Close() }},
 		{"peer's half-close", func(e *end, p *peer) { p.nc.(*net.TCPConn).CloseWrite() }},
+		{"peer's reset", func(e *end, p *peer) { // EPOLLERR and EPOLLHUP, which a disarmed socket reports
+			p.nc.(*net.TCPConn).SetLinger(0)
+			p.nc.Close()
+		}},
 	}
 	for _, td := range teardowns {
 		for _, viaDo := range []bool{false, true} {
