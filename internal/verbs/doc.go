@@ -71,7 +71,8 @@
 //	QP.rq (own receive ring)       holder of QP.mu             holder of QP.mu            PostRecv, CQ.Poll's release
 //	decoder staging, RxBuf slice,  holder of the rx token      that holder                CAS rxTok; the holder re-arms
 //	  QP.rxActs, rxIOV, rxVec,
-//	  rdWaiter, rdCQ, rdActs
+//	  rdWaiter, rdCQ, rdActs,
+//	  rdDisarmed
 //	QP.readerWaiting, rdPast,      QP.rdMu                     anyone (readerWaiting,     interruptReader (a completion
 //	  rdCtx, rdStop, rdClosed                                    atomic)                    for the waiter, ctx's end)
 //	CQ.members, shared             CQ.mu                       holder of CQ.mu            New, Close (join, leave)
