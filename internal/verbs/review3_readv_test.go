@@ -6,8 +6,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"runtime"
-	"strings"
 	"testing"
 
 	"github.com/goiwarp/iwarp/internal/mem"
@@ -50,21 +48,7 @@ func review3End(t testing.TB, o opts, maxSGE int) *end {
 
 // review3Parked reports whether a goroutine whose stack holds every one
 // of frames is parked in the runtime's network poller.
-func review3Parked(frames ...string) bool {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-next:
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		for _, f := range frames {
-			if !strings.Contains(g, f) {
-				continue next
-			}
-		}
-		head, _, _ := strings.Cut(g, "\n")
-		return strings.Contains(head, "[IO wait")
-	}
-	return false
-}
+func review3Parked(frames ...string) bool { return review5Blocked("IO wait", frames, nil) }
 
 // review3Waiter starts a goroutine waiting in e's CQ.Wait and returns once
 // it is parked reading the QP's socket itself (waitReading). The wait ends
