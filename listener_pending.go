@@ -169,10 +169,7 @@ func (l *Listener) enqueue(p *pendingConn, r *ConnRequest) bool {
 	p.req = r
 	p.qe = l.queue.PushBack(p)
 	p.timer = time.AfterFunc(time.Until(p.deadline), func() { l.expire(p) })
-	select {
-	case l.ready <- struct{}{}:
-	default:
-	}
+	l.signalReady()
 	return true
 }
 
@@ -192,10 +189,7 @@ func (l *Listener) dequeue() (*ConnRequest, error) {
 	p.qe = nil
 	l.advance(p, stageHandedOut)
 	if l.queue.Len() > 0 { // another Accept may be waiting
-		select {
-		case l.ready <- struct{}{}:
-		default:
-		}
+		l.signalReady()
 	}
 	return p.req, nil
 }

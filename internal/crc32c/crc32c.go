@@ -8,10 +8,12 @@
 // PCLMULQDQ Instruction") while three streams of the SSE4.2 crc32
 // instruction, which hash/crc32 uses, take other parts of the input on
 // other execution units; it finishes the last octets with hash/crc32. On
-// an AMD EPYC with 256-bit VPCLMULQDQ that is about 1.3 times hash/crc32's
-// speed from 16 KiB up, and the same below 8 KiB. Elsewhere, for short
-// inputs, with the purego build tag, and with GODEBUG=cpu.avx2=off (or
-// cpu.pclmulqdq=off, cpu.sse42=off, cpu.all=off), it is hash/crc32.
+// an AMD EPYC with 256-bit VPCLMULQDQ (a shared virtual machine)
+// BenchmarkUpdate puts it at 1.05-1.4 times hash/crc32's speed from 4 KiB
+// up, depending on the run, and at about the same speed from 512 octets to
+// 2 KiB. Elsewhere, for short inputs, with the purego build tag, and with
+// GODEBUG=cpu.avx2=off (or cpu.avx=off, cpu.pclmulqdq=off, cpu.sse42=off,
+// cpu.all=off), it is hash/crc32.
 package crc32c
 
 import (

@@ -147,8 +147,9 @@ func timeLat(ctx context.Context, c *conn, res *Result, prog *progress, cfg *Con
 }
 
 // sampleRoundTrips warms up with latWarmup calls of prelude (if any) and
-// once, calls started (if not nil), then times calls of once until samples is full, cfg.Iters were
-// taken or, without an iteration count, cfg.Duration has passed. Without a
+// once, calls started (if not nil), then times calls of once until samples
+// is full, cfg.Iters were taken or, without an iteration count,
+// cfg.Duration has passed. Without a
 // prelude the round trips are timed back to back — each sample is the time
 // since the previous one ended; with one, prelude runs untimed before each
 // call of once and the sample is that call alone. It shows the progress
