@@ -1,0 +1,154 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/goiwarp/iwarp/internal/leakcheck"
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(leakcheck.Check(m.Run(), "nvmeof/host.", "iwarp.(*QP)"))
+}
+
+// testCtx bounds a test's blocking calls.
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// connectFake connects to a fake target's subsystem.
+func connectFake(t *testing.T, ft *fakeTarget, cfg *Config) *Controller {
+	t.Helper()
+	c, err := Connect(testCtx(t), ft.addr, "nqn.2024-01.test:fake", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+// pattern fills p with bytes that differ per block and per seed.
+func pattern(p []byte, seed byte) {
+	for i := range p {
+		p[i] = byte(i/512)*7 + byte(i) + seed
+	}
+}
+
+func TestConnectIdentifyReadWrite(t *testing.T) {
+	ft := newFakeTarget(t, 4096)
+	c := connectFake(t, ft, &Config{IOQueues: 2})
+	ctx := testCtx(t)
+	in := c.Info()
+	if in.ModelNumber != "fake controller" || in.SerialNumber != "fake-serial" || in.FirmwareRevision != "1.0" ||
+		in.Version != "1.3" || in.Namespaces != 1 || in.MaxDataTransfer != 128<<10 || in.IOQueues != 2 ||
+		in.QueueSize != DefaultQueueSize || in.InCapsuleData != 4096 || in.ControllerID != 1 {
+		t.Fatalf("info %+v", in)
+	}
+	ids, err := c.ActiveNamespaces(ctx)
+	if err != nil || len(ids) != 1 || ids[0] != 1 {
+		t.Fatalf("active namespaces %v, %v", ids, err)
+	}
+	ns, err := c.Namespace(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ns.BlockSize() != 512 || ns.Blocks() != 4096 {
+		t.Fatalf("namespace %+v", ns.Info())
+	}
+	for _, size := range []int{512, 4096, 8192, 128 << 10, 1 << 20} {
+		w, r := make([]byte, size), make([]byte, size)
+		pattern(w, byte(size>>9))
+		if err := ns.WriteAt(ctx, w, 100); err != nil {
+			t.Fatalf("write %d: %v", size, err)
+		}
+		if err := ns.ReadAt(ctx, r, 100); err != nil {
+			t.Fatalf("read %d: %v", size, err)
+		}
+		if !bytes.Equal(w, r) {
+			t.Fatalf("%d bytes read back differ", size)
+		}
+	}
+	ft.mu.Lock()
+	inCap := ft.inCap
+	ft.mu.Unlock()
+	if inCap < 2 {
+		t.Fatalf("%d writes sent in the capsule, want the 512- and 4096-byte ones", inCap)
+	}
+	if err := ns.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := ns.WriteZeroes(ctx, 100, 8); err != nil {
+		t.Fatal(err)
+	}
+	r := make([]byte, 4096)
+	if err := ns.ReadAt(ctx, r, 100); err != nil || !bytes.Equal(r, make([]byte, 4096)) {
+		t.Fatalf("after Write Zeroes: %v, zero %v", err, bytes.Equal(r, make([]byte, 4096)))
+	}
+	if err := ns.ReadAt(ctx, make([]byte, 1024), 4095); !errors.Is(err, ErrRange) {
+		t.Fatalf("read past the end: %v", err)
+	}
+	if err := ns.ReadAt(ctx, make([]byte, 100), 0); !errors.Is(err, ErrRange) {
+		t.Fatalf("read of a partial block: %v", err)
+	}
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ft.mu.Lock()
+	csts := ft.csts
+	ft.mu.Unlock()
+	if csts&cstsSHST != cstsSHDone {
+		t.Fatalf("CSTS %#x after Close: no normal shutdown", csts)
+	}
+	if err := ns.ReadAt(ctx, r, 0); !errors.Is(err, ErrClosed) {
+		t.Fatalf("read after Close: %v", err)
+	}
+	if err := c.Close(ctx); !errors.Is(err, ErrClosed) {
+		t.Fatalf("second Close: %v", err)
+	}
+}
+
+func TestConcurrentIO(t *testing.T) {
+	ft := newFakeTarget(t, 1<<14)
+	c := connectFake(t, ft, &Config{IOQueues: 3, QueueSize: 8})
+	ctx := testCtx(t)
+	ns, err := c.Namespace(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const workers, rounds = 16, 20
+	errc := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			w0, r := make([]byte, 8192), make([]byte, 8192)
+			lba := uint64(w * 16)
+			for i := range rounds {
+				pattern(w0, byte(w*rounds+i))
+				if err := ns.WriteAt(ctx, w0, lba); err != nil {
+					errc <- err
+					return
+				}
+				if err := ns.ReadAt(ctx, r, lba); err != nil {
+					errc <- err
+					return
+				}
+				if !bytes.Equal(w0, r) {
+					errc <- fmt.Errorf("worker %d round %d: data differ", w, i)
+					return
+				}
+			}
+			errc <- nil
+		}()
+	}
+	for range workers {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,156 @@
+package host
+
+import (
+	"context"
+
+	"github.com/goiwarp/iwarp"
+)
+
+// slotState is where a slot is in its life (under its queue's mu).
+type slotState uint8
+
+const (
+	slotFree      slotState = iota // in the queue's free list
+	slotHeld                       // taken by a goroutine building a command
+	slotInFlight                   // its command is posted; the holder waits
+	slotAbandoned                  // posted, but the holder's context ended: the completer frees it
+	slotDone                       // completed (res or err set); the holder reads and frees it
+)
+
+// slot is one command slot of a queue: CID index idx, its capsule and its
+// data buffer. The goroutine holding it (from acquire to put) owns sqe,
+// data and sgl; the fields marked "under q.mu" are shared with the
+// completer goroutine.
+type slot struct {
+	q    *queue        // immutable
+	idx  uint16        // immutable
+	sqe  []byte        // immutable slice of q.cmds: the capsule's SQE
+	done chan struct{} // immutable; capacity 1: the completer's signal that the command ended
+	data *iwarp.MR     // holder's: the data buffer, nil until a command needs one
+	sgl  [2]iwarp.SGE  // holder's: the Send's SGL (the SQE, in-capsule data); sgl[0] immutable
+
+	state    slotState // under q.mu
+	gen      uint16    // under q.mu: bumped for every command, the CID's top bits
+	cid      uint16    // under q.mu: the CID of the command posted
+	refs     int8      // under q.mu: completions still due (the Send's, the response)
+	answered bool      // under q.mu: the response arrived
+	res      cqe       // under q.mu: the response, once answered
+	err      error     // under q.mu: why the command failed without a response
+}
+
+// acquire waits for a free slot of q.
+func (q *queue) acquire(ctx context.Context) (*slot, error) {
+	select {
+	case s := <-q.free:
+		return q.hold(s)
+	default:
+	}
+	select {
+	case s := <-q.free:
+		return q.hold(s)
+	case <-q.dead:
+		return nil, q.stopped()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// tryAcquire returns a free slot of q, or nil if none is free now.
+func (q *queue) tryAcquire() (*slot, error) {
+	select {
+	case s := <-q.free:
+		return q.hold(s)
+	default:
+		return nil, nil
+	}
+}
+
+// hold marks s, just taken from the free list, as held; it puts it back
+// and fails if the queue has stopped.
+func (q *queue) hold(s *slot) (*slot, error) {
+	q.mu.Lock()
+	if err := q.err; err != nil {
+		q.mu.Unlock()
+		q.free <- s
+		return nil, err
+	}
+	s.state = slotHeld
+	q.mu.Unlock()
+	return s, nil
+}
+
+// stopped returns the queue's error.
+func (q *queue) stopped() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.err
+}
+
+// put frees a held or completed slot.
+func (q *queue) put(s *slot) {
+	q.mu.Lock()
+	s.state = slotFree
+	q.mu.Unlock()
+	q.free <- s
+}
+
+// post sends the command built in s.sqe, with nsge SGEs of s.sgl (the SQE
+// and any in-capsule data). On error nothing was posted and s is freed.
+// Once post returns nil the caller must wait for the command.
+func (q *queue) post(s *slot, nsge int) error {
+	q.mu.Lock()
+	if err := q.err; err != nil {
+		q.mu.Unlock()
+		q.put(s)
+		return err
+	}
+	s.gen++
+	s.cid = s.idx | (s.gen<<cidSlotBits)&^cidSlotMask
+	putCID(s.sqe, s.cid)
+	s.state, s.refs, s.answered, s.err = slotInFlight, 2, false, nil
+	q.mu.Unlock()
+	err := q.qp.PostSend(iwarp.SendWR{ID: uint64(s.idx), Op: iwarp.OpSend, Flags: iwarp.Signaled, SGL: s.sgl[:nsge]})
+	if err != nil {
+		// The QP refused it: the queue is no longer usable. The command
+		// ends with the queue's error once the completer has flushed it.
+		q.fail(err)
+	}
+	return nil
+}
+
+// wait waits until the command posted in s ends and returns its response,
+// or the queue's error if it ended without one; the slot is then the
+// caller's again (put frees it). If ctx ends first, wait returns ctx's
+// error with abandoned set: the slot stays out of use, with its buffer,
+// until the controller answers or the queue is torn down, and the
+// completer frees it.
+func (q *queue) wait(ctx context.Context, s *slot) (res cqe, abandoned bool, err error) {
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		q.mu.Lock()
+		if s.state == slotInFlight {
+			s.state = slotAbandoned
+			q.mu.Unlock()
+			return cqe{}, true, ctx.Err()
+		}
+		q.mu.Unlock()
+		<-s.done // completed meanwhile: the signal is there
+	}
+	q.mu.Lock()
+	res, err = s.res, s.err
+	q.mu.Unlock()
+	return res, false, err
+}
+
+// finish ends s's command once both its completions came (q.mu held): it
+// wakes the holder, or frees the slot if the holder gave up on it.
+func (q *queue) finish(s *slot) {
+	if s.state == slotAbandoned {
+		s.state = slotFree
+		q.free <- s
+		return
+	}
+	s.state = slotDone
+	s.done <- struct{}{}
+}
