@@ -90,7 +90,7 @@ func (c *Controller) setup(ctx context.Context, discovery bool) error {
 		return err
 	}
 	c.info.Discovery = discovery
-	if c.admin, err = c.addQueue(ctx, 0, adminQueueSize); err != nil {
+	if c.admin, err = c.addQueue(ctx, 0, adminQueueSize, 0); err != nil {
 		return err
 	}
 	r, err := c.connectQueue(ctx, c.admin, 0xFFFF)
@@ -112,8 +112,8 @@ func (c *Controller) setup(ctx context.Context, discovery bool) error {
 }
 
 // addQueue creates and connects queue qid and records it for teardown.
-func (c *Controller) addQueue(ctx context.Context, qid uint16, entries int) (*queue, error) {
-	q, err := newQueue(ctx, c, qid, entries)
+func (c *Controller) addQueue(ctx context.Context, qid uint16, entries, inline int) (*queue, error) {
+	q, err := newQueue(ctx, c, qid, entries, inline)
 	if err != nil {
 		return nil, err
 	}
@@ -153,11 +153,10 @@ func (c *Controller) connectIO(ctx context.Context) error {
 		inline = c.info.InCapsuleData
 	}
 	for i := 1; i <= n; i++ {
-		q, err := c.addQueue(ctx, uint16(i), size)
+		q, err := c.addQueue(ctx, uint16(i), size, inline)
 		if err != nil {
 			return err
 		}
-		q.inline = inline
 		if _, err := c.connectQueue(ctx, q, c.info.ControllerID); err != nil {
 			return err
 		}

@@ -40,25 +40,26 @@ func (s *slot) grow(ctx context.Context, n int) error {
 // setData describes n bytes of s's data buffer in its SQE: in the capsule
 // for a write (out not nil) that fits the queue's in-capsule room, else
 // with a keyed SGL naming the buffer; out is copied into the buffer. It
-// returns the number of SGEs of s.sgl the capsule's Send carries.
-func (q *queue) setData(ctx context.Context, s *slot, out []byte, n int) (int, error) {
+// returns the number of SGEs of s.sgl the capsule's Send carries and the
+// capsule's size.
+func (q *queue) setData(ctx context.Context, s *slot, out []byte, n int) (nsge, size int, err error) {
 	if n == 0 {
 		putKeyedSGL(s.sqe, 0, 0, 0)
-		return 1, nil
+		return 1, sqeLen, nil
 	}
 	if err := s.grow(ctx, n); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if out != nil {
 		copy(s.data.Bytes(), out)
 		if n <= q.inline {
 			putInlineSGL(s.sqe, 0, n)
 			s.sgl[1] = s.data.SGE(0, n)
-			return 2, nil
+			return 2, sqeLen + n, nil
 		}
 	}
 	putKeyedSGL(s.sqe, s.data.TO(), n, s.data.STag())
-	return 1, nil
+	return 1, sqeLen, nil
 }
 
 // start sends the command of sqe (its SGL and CID are filled here) with n
@@ -71,12 +72,12 @@ func (q *queue) start(ctx context.Context, sqe *[sqeLen]byte, out []byte, n int)
 		return nil, err
 	}
 	copy(s.sqe, sqe[:])
-	nsge, err := q.setData(ctx, s, out, n)
+	nsge, size, err := q.setData(ctx, s, out, n)
 	if err != nil {
 		q.put(s)
 		return nil, err
 	}
-	if err := q.post(s, nsge); err != nil {
+	if err := q.post(s, nsge, size); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -68,10 +68,13 @@ func (s *fakeQueue) exec(sqe, inline []byte) (dw0, dw1 uint32, status uint16) {
 	case opFlush:
 		return 0, 0, 0
 	case opRead:
+		if n > s.data.Len() {
+			return 0, 0, scDataXfer
+		}
 		ft.mu.Lock()
-		p := append([]byte(nil), ft.disk[off:off+n]...)
+		copy(s.data.Bytes(), ft.disk[off:off+n])
 		ft.mu.Unlock()
-		if s.push(sqe, p) != nil {
+		if s.pushData(sqe, n) != nil {
 			return 0, 0, scDataXfer
 		}
 	case opWrite:

@@ -23,10 +23,11 @@ type fakeTarget struct {
 	inline int                                // in-capsule data offered on I/O queues (0: none)
 	mdts   uint8                              // MDTS reported
 	wz     bool                               // Write Zeroes supported
-	hook   func(qid uint16, sqe []byte) fault // nil: serve everything
+	reject bool // reject every connection (NVMe status 6, no resources)
 	kas    chan struct{}                      // a value per Keep Alive served
 
 	mu    sync.Mutex // guards the fields below
+	hook  func(qid uint16, sqe []byte) fault // nil: serve everything
 	disk  []byte
 	cc    uint32
 	csts  uint32
@@ -40,7 +41,9 @@ type fakeTarget struct {
 
 // fault is what a hook makes the target do with a command.
 type fault struct {
-	drop   bool   // never answer
+	wait   <-chan struct{} // answer once it is closed
+	cidXor uint16          // answer with the CID changed so
+	drop   bool            // never answer
 	close  bool   // close the queue's connection instead of answering
 	status uint16 // answer with this status (SCT<<8 | SC)
 }
@@ -74,6 +77,13 @@ func (ft *fakeTarget) stop() {
 	ft.dev.Close()
 }
 
+// setHook makes hook decide what the target does with each command.
+func (ft *fakeTarget) setHook(hook func(qid uint16, sqe []byte) fault) {
+	ft.mu.Lock()
+	ft.hook = hook
+	ft.mu.Unlock()
+}
+
 // killAll closes every connection at once (the target dies).
 func (ft *fakeTarget) killAll() {
 	ft.mu.Lock()
@@ -97,6 +107,10 @@ func (ft *fakeTarget) acceptLoop() {
 // serve runs one queue: the RDMA_CM exchange, then its commands in order.
 func (ft *fakeTarget) serve(req *iwarp.ConnRequest) {
 	pd := req.PrivateData()
+	if ft.reject {
+		req.Reject([]byte{0, 0, 6, 0})
+		return
+	}
 	if len(pd) < 32 {
 		req.Reject([]byte{0, 0, 1, 0})
 		return
@@ -136,6 +150,7 @@ func (ft *fakeTarget) serve(req *iwarp.ConnRequest) {
 		return
 	}
 	s := &fakeQueue{ft: ft, qp: qp, qid: qid, data: data, rsp: rsp}
+	capsule := make([]byte, capLen)
 	for {
 		c, err := cq.Next(ft.ctx)
 		if err != nil || c.Status != iwarp.StatusSuccess {
@@ -144,9 +159,10 @@ func (ft *fakeTarget) serve(req *iwarp.ConnRequest) {
 		if c.Op != iwarp.OpRecv {
 			continue
 		}
-		capsule := append([]byte(nil), rb.Bytes()[int(c.ID)*capLen:int(c.ID)*capLen+c.Len]...)
-		qp.PostRecv(iwarp.RecvWR{ID: c.ID, SGL: []iwarp.SGE{rb.SGE(int(c.ID)*capLen, capLen)}})
-		if !s.handle(capsule) {
+		n := copy(capsule, rb.Bytes()[int(c.ID)*capLen:int(c.ID)*capLen+c.Len])
+		s.sgl[0] = rb.SGE(int(c.ID)*capLen, capLen)
+		qp.PostRecv(iwarp.RecvWR{ID: c.ID, SGL: s.sgl[:]})
+		if !s.handle(capsule[:n]) {
 			qp.Close()
 			return
 		}
@@ -160,20 +176,30 @@ type fakeQueue struct {
 	qid       uint16
 	data, rsp *iwarp.MR
 	sqhd      uint16
+	sgl       [1]iwarp.SGE
 }
 
 // handle serves one command capsule; false closes the connection.
 func (s *fakeQueue) handle(capsule []byte) bool {
 	sqe := capsule[:sqeLen]
 	f := fault{}
-	if s.ft.hook != nil {
-		f = s.ft.hook(s.qid, sqe)
+	s.ft.mu.Lock()
+	hook := s.ft.hook
+	s.ft.mu.Unlock()
+	if hook != nil {
+		f = hook(s.qid, sqe)
 	}
 	switch {
 	case f.close:
 		return false
 	case f.drop:
 		return true
+	case f.wait != nil:
+		select {
+		case <-f.wait:
+		case <-s.ft.ctx.Done():
+			return false
+		}
 	}
 	var dw0, dw1 uint32
 	status := f.status
@@ -187,7 +213,7 @@ func (s *fakeQueue) handle(capsule []byte) bool {
 	le.PutUint32(b[4:], dw1)
 	le.PutUint16(b[8:], s.sqhd)
 	le.PutUint16(b[10:], s.qid)
-	copy(b[12:14], sqe[2:4])
+	le.PutUint16(b[12:], le.Uint16(sqe[2:])^f.cidXor)
 	le.PutUint16(b[14:], status<<1)
 	return s.qp.Send(s.ft.ctx, s.rsp.SGE(0, cqeLen)) == nil
 }
@@ -218,9 +244,15 @@ func (s *fakeQueue) pull(sqe, inline []byte) ([]byte, error) {
 
 // push sends p to the host buffer a command's keyed SGL names.
 func (s *fakeQueue) push(sqe, p []byte) error {
-	le := binary.LittleEndian
 	n := min(len(p), int(sqe[32])|int(sqe[33])<<8|int(sqe[34])<<16)
 	copy(s.data.Bytes(), p[:n])
+	return s.pushData(sqe, n)
+}
+
+// pushData sends the first n bytes of the queue's data buffer to the host
+// buffer a command's keyed SGL names.
+func (s *fakeQueue) pushData(sqe []byte, n int) error {
+	le := binary.LittleEndian
 	remote := iwarp.RemoteBuffer{STag: le.Uint32(sqe[35:]), TO: le.Uint64(sqe[24:]), Len: uint32(n)}
 	return s.qp.Write(s.ft.ctx, remote, s.data.SGE(0, n))
 }

@@ -90,12 +90,12 @@ func (n *Namespace) launch(ctx context.Context, q *queue, s *slot, op uint8, p [
 	if op == opWrite {
 		out = p
 	}
-	nsge, err := q.setData(ctx, s, out, len(p))
+	nsge, size, err := q.setData(ctx, s, out, len(p))
 	if err != nil {
 		q.put(s)
 		return err
 	}
-	return q.post(s, nsge)
+	return q.post(s, nsge, size)
 }
 
 // land waits for the command in s and, for a read, copies its data into p.

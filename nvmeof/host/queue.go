@@ -28,23 +28,39 @@ type queue struct {
 	// completer goroutine (run). Both immutable.
 	cmds, rsps *iwarp.MR
 	slots      []slot     // immutable slice; see slot for its fields' owners
-	free       chan *slot // the slots no one holds; capacity len(slots)
-	// inline is the most write data sent inside the capsule (0: none);
-	// written once by connectIO before the queue carries I/O.
-	inline int
+	// tokens holds a value per free slot (capacity len(slots)): taking
+	// one entitles a goroutine to pop a slot from free.
+	tokens chan struct{}
+	// inline is the most write data sent inside the capsule (0: none),
+	// and maxInline the most capsule bytes the QP copies at posting
+	// (iwarp.Inline). Immutable.
+	inline, maxInline int
 
-	mu   sync.Mutex    // guards err and the slots' fields marked "under q.mu"
+	mu   sync.Mutex    // guards err, sent, free and the slots' fields marked "under q.mu"
+	free []*slot       // the free slots, a stack: the most recently used (its buffer warm) first
 	err  error         // why the queue stopped; set once, under mu
+	sent uint64        // capsules posted with the Inline flag (signalling every len(slots)-th)
 	dead chan struct{} // closed when err is set
 	done chan struct{} // closed when the completer goroutine has returned
 }
 
-// newQueue creates queue qid with entries submission queue entries and
-// connects it to the target; its completer goroutine is running when it
-// returns.
-func newQueue(ctx context.Context, c *Controller, qid uint16, entries int) (*queue, error) {
+// newQueue creates queue qid with entries submission queue entries, which
+// sends at most inline bytes of write data in a capsule, and connects it
+// to the target; its completer goroutine is running when it returns.
+//
+// Capsules of at most maxInline bytes are posted with iwarp.Inline (the
+// QP copies them, so the slot is free once the response arrived: the
+// controller answers only commands it received whole) and, but for every
+// nslots-th, unsignaled: their Sends complete only to free the send
+// queue's entries. A send queue of 2*nslots+1 entries cannot fill so: a
+// signaled capsule is followed by at most nslots-1 others before its
+// completion is polled (later ones need slots that responses free, and
+// those responses arrive after it completed), so at most 2*nslots-1
+// entries are in use.
+func newQueue(ctx context.Context, c *Controller, qid uint16, entries, inline int) (*queue, error) {
 	nslots, nrecv := entries-1, entries
-	q := &queue{ctrl: c, qid: qid, free: make(chan *slot, nslots),
+	q := &queue{ctrl: c, qid: qid, tokens: make(chan struct{}, nslots), free: make([]*slot, 0, nslots), inline: inline,
+		maxInline: min(c.dev.Attributes().MaxInline, sqeLen+inline),
 		dead: make(chan struct{}), done: make(chan struct{})}
 	ok := false
 	defer func() {
@@ -53,11 +69,12 @@ func newQueue(ctx context.Context, c *Controller, qid uint16, entries int) (*que
 		}
 	}()
 	var err error
-	if q.cq, err = c.dev.NewCQ(nslots+nrecv, nil); err != nil {
+	if q.cq, err = c.dev.NewCQ(2*nslots+1+nrecv, nil); err != nil {
 		return nil, err
 	}
 	q.qp, err = c.pd.NewQP(&iwarp.QPConfig{SendCQ: q.cq, RecvCQ: q.cq,
-		SendQueueDepth: nslots, RecvQueueDepth: nrecv, MaxSGE: 2, IRD: min(nslots, 128)})
+		SendQueueDepth: 2*nslots + 1, RecvQueueDepth: nrecv, MaxSGE: 2, MaxInline: q.maxInline,
+		IRD: min(nslots, 128)})
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +114,9 @@ func newQueue(ctx context.Context, c *Controller, qid uint16, entries int) (*que
 		s.sqe = cmd[i*sqeLen : (i+1)*sqeLen : (i+1)*sqeLen]
 		s.sgl[0] = q.cmds.SGE(i*sqeLen, sqeLen)
 		s.done = make(chan struct{}, 1)
-		q.free <- s
+	}
+	for i := len(q.slots) - 1; i >= 0; i-- {
+		q.pushFree(&q.slots[i])
 	}
 	ok = true
 	go q.run()
@@ -178,7 +197,10 @@ func (q *queue) complete(c *iwarp.Completion) {
 		return
 	}
 	if c.Op != iwarp.OpRecv { // a capsule's Send
-		s := &q.slots[c.ID]
+		if c.ID&sendRef == 0 {
+			return // signaled only to free send queue entries
+		}
+		s := &q.slots[c.ID&^sendRef]
 		q.mu.Lock()
 		s.refs--
 		if s.refs == 0 {
@@ -256,8 +278,7 @@ func (q *queue) flushSlots() {
 			s.state = slotDone
 			s.done <- struct{}{}
 		case slotAbandoned:
-			s.state = slotFree
-			q.free <- s
+			q.pushFree(s)
 		}
 	}
 }

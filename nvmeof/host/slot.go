@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 
 	"github.com/goiwarp/iwarp"
 )
@@ -41,13 +42,13 @@ type slot struct {
 // acquire waits for a free slot of q.
 func (q *queue) acquire(ctx context.Context) (*slot, error) {
 	select {
-	case s := <-q.free:
-		return q.hold(s)
+	case <-q.tokens:
+		return q.hold()
 	default:
 	}
 	select {
-	case s := <-q.free:
-		return q.hold(s)
+	case <-q.tokens:
+		return q.hold()
 	case <-q.dead:
 		return nil, q.stopped()
 	case <-ctx.Done():
@@ -58,25 +59,33 @@ func (q *queue) acquire(ctx context.Context) (*slot, error) {
 // tryAcquire returns a free slot of q, or nil if none is free now.
 func (q *queue) tryAcquire() (*slot, error) {
 	select {
-	case s := <-q.free:
-		return q.hold(s)
+	case <-q.tokens:
+		return q.hold()
 	default:
 		return nil, nil
 	}
 }
 
-// hold marks s, just taken from the free list, as held; it puts it back
-// and fails if the queue has stopped.
-func (q *queue) hold(s *slot) (*slot, error) {
+// hold pops a free slot, for a token just taken, and marks it held; it
+// gives the token back and fails if the queue has stopped.
+func (q *queue) hold() (*slot, error) {
 	q.mu.Lock()
+	defer q.mu.Unlock()
 	if err := q.err; err != nil {
-		q.mu.Unlock()
-		q.free <- s
+		q.tokens <- struct{}{}
 		return nil, err
 	}
+	s := q.free[len(q.free)-1]
+	q.free = q.free[:len(q.free)-1]
 	s.state = slotHeld
-	q.mu.Unlock()
 	return s, nil
+}
+
+// pushFree makes s free (q.mu held, or q not yet shared).
+func (q *queue) pushFree(s *slot) {
+	s.state = slotFree
+	q.free = append(q.free, s)
+	q.tokens <- struct{}{}
 }
 
 // stopped returns the queue's error.
@@ -89,15 +98,19 @@ func (q *queue) stopped() error {
 // put frees a held or completed slot.
 func (q *queue) put(s *slot) {
 	q.mu.Lock()
-	s.state = slotFree
+	q.pushFree(s)
 	q.mu.Unlock()
-	q.free <- s
 }
 
+// sendRef marks the ID of a capsule's Send whose completion the slot
+// waits for (a capsule not copied at posting); the low bits are the slot.
+const sendRef = 1 << 32
+
 // post sends the command built in s.sqe, with nsge SGEs of s.sgl (the SQE
-// and any in-capsule data). On error nothing was posted and s is freed.
-// Once post returns nil the caller must wait for the command.
-func (q *queue) post(s *slot, nsge int) error {
+// and any in-capsule data, size bytes in all). On error nothing was posted
+// and s is freed. Once post returns nil the caller must wait for the
+// command.
+func (q *queue) post(s *slot, nsge, size int) error {
 	q.mu.Lock()
 	if err := q.err; err != nil {
 		q.mu.Unlock()
@@ -107,9 +120,25 @@ func (q *queue) post(s *slot, nsge int) error {
 	s.gen++
 	s.cid = s.idx | (s.gen<<cidSlotBits)&^cidSlotMask
 	putCID(s.sqe, s.cid)
-	s.state, s.refs, s.answered, s.err = slotInFlight, 2, false, nil
+	s.state, s.refs, s.answered, s.err = slotInFlight, 1, false, nil
+	wr := iwarp.SendWR{ID: uint64(s.idx), Op: iwarp.OpSend, Flags: iwarp.Inline, SGL: s.sgl[:nsge]}
+	if size > q.maxInline {
+		// The QP sends from the slot's buffers: they are the QP's until
+		// the Send completes.
+		s.refs++
+		wr.ID |= sendRef
+		wr.Flags = iwarp.Signaled
+	} else if q.sent++; q.sent%uint64(len(q.slots)) == 0 {
+		wr.Flags |= iwarp.Signaled
+	}
 	q.mu.Unlock()
-	err := q.qp.PostSend(iwarp.SendWR{ID: uint64(s.idx), Op: iwarp.OpSend, Flags: iwarp.Signaled, SGL: s.sgl[:nsge]})
+	err := q.qp.PostSend(wr)
+	if errors.Is(err, iwarp.ErrQueueFull) && wr.Flags&iwarp.Signaled == 0 {
+		// Not expected (see newQueue); the send queue's last entry
+		// takes a signaled request.
+		wr.Flags |= iwarp.Signaled
+		err = q.qp.PostSend(wr)
+	}
 	if err != nil {
 		// The QP refused it: the queue is no longer usable. The command
 		// ends with the queue's error once the completer has flushed it.
@@ -147,8 +176,7 @@ func (q *queue) wait(ctx context.Context, s *slot) (res cqe, abandoned bool, err
 // wakes the holder, or frees the slot if the holder gave up on it.
 func (q *queue) finish(s *slot) {
 	if s.state == slotAbandoned {
-		s.state = slotFree
-		q.free <- s
+		q.pushFree(s)
 		return
 	}
 	s.state = slotDone

@@ -1,0 +1,243 @@
+package host
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"testing"
+
+	"github.com/goiwarp/iwarp"
+)
+
+// readLBA is the starting block of a read or write SQE, or -1.
+func readLBA(qid uint16, sqe []byte) int64 {
+	if qid == 0 || sqe[0] != opRead {
+		return -1
+	}
+	return int64(binary.LittleEndian.Uint64(sqe[40:]))
+}
+
+func TestTargetDiesMidTransfer(t *testing.T) {
+	ft := newFakeTarget(t, 4096)
+	const n = 6
+	arrived := make(chan struct{}, n)
+	ft.setHook(func(qid uint16, sqe []byte) fault {
+		if readLBA(qid, sqe) >= 0 {
+			arrived <- struct{}{}
+			return fault{drop: true}
+		}
+		return fault{}
+	})
+	c := connectFake(t, ft, &Config{IOQueues: 2})
+	ctx := testCtx(t)
+	ns, err := c.Namespace(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, n)
+	for i := range n {
+		go func() { errc <- ns.ReadAt(ctx, make([]byte, 4096), uint64(i*8)) }()
+	}
+	for range n {
+		<-arrived
+	}
+	ft.killAll()
+	for range n {
+		if err := <-errc; !errors.Is(err, ErrFailed) {
+			t.Fatalf("outstanding read ended with %v, want ErrFailed", err)
+		}
+	}
+	<-c.Done()
+	if err := c.Err(); !errors.Is(err, ErrFailed) {
+		t.Fatalf("Err %v", err)
+	}
+	if err := ns.WriteAt(ctx, make([]byte, 512), 0); !errors.Is(err, ErrFailed) {
+		t.Fatalf("write after the failure: %v", err)
+	}
+	if err := c.Close(ctx); err != nil {
+		t.Fatalf("Close of a failed controller: %v", err)
+	}
+}
+
+func TestCancelKeepsSlotUntilAnswered(t *testing.T) {
+	ft := newFakeTarget(t, 4096)
+	release := make(chan struct{})
+	held := make(chan struct{}, 1)
+	ft.setHook(func(qid uint16, sqe []byte) fault {
+		if readLBA(qid, sqe) == 0 {
+			held <- struct{}{}
+			return fault{wait: release}
+		}
+		return fault{}
+	})
+	// One I/O queue of two entries: a single command slot.
+	c := connectFake(t, ft, &Config{IOQueues: 1, QueueSize: 2})
+	ctx := testCtx(t)
+	ns, err := c.Namespace(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]byte, 4096)
+	pattern(want, 9)
+	if err := ns.WriteAt(ctx, want, 64); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	first := make([]byte, 4096)
+	go func() { errc <- ns.ReadAt(cctx, first, 0) }()
+	<-held
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled read: %v", err)
+	}
+	// The only slot is still the cancelled command's: the next read
+	// waits for it, then gets the slot and its own data.
+	got := make([]byte, 4096)
+	go func() { errc <- ns.ReadAt(ctx, got, 64) }()
+	close(release)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Fatal("the read after the cancelled one got the wrong data")
+	}
+	if string(first) != string(make([]byte, 4096)) {
+		t.Fatal("data landed in the cancelled read's buffer")
+	}
+}
+
+func TestCancelWhileWaitingForSlot(t *testing.T) {
+	ft := newFakeTarget(t, 4096)
+	release := make(chan struct{})
+	held := make(chan struct{}, 1)
+	ft.setHook(func(qid uint16, sqe []byte) fault {
+		if readLBA(qid, sqe) == 0 {
+			held <- struct{}{}
+			return fault{wait: release}
+		}
+		return fault{}
+	})
+	c := connectFake(t, ft, &Config{IOQueues: 1, QueueSize: 2})
+	ctx := testCtx(t)
+	ns, err := c.Namespace(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- ns.ReadAt(ctx, make([]byte, 512), 0) }()
+	<-held
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := ns.ReadAt(cctx, make([]byte, 512), 8); !errors.Is(err, context.Canceled) {
+		t.Fatalf("read waiting for a slot: %v", err)
+	}
+	close(release)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestErrorStatus(t *testing.T) {
+	ft := newFakeTarget(t, 4096)
+	ft.setHook(func(qid uint16, sqe []byte) fault {
+		if readLBA(qid, sqe) == 7 {
+			return fault{status: scLBARange}
+		}
+		return fault{}
+	})
+	c := connectFake(t, ft, &Config{IOQueues: 1})
+	ctx := testCtx(t)
+	ns, err := c.Namespace(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = ns.ReadAt(ctx, make([]byte, 512), 7)
+	if err == nil || errors.Is(err, ErrFailed) {
+		t.Fatalf("read answered with an error status: %v", err)
+	}
+	if err := ns.ReadAt(ctx, make([]byte, 512), 8); err != nil {
+		t.Fatalf("the controller should still serve: %v", err)
+	}
+	if _, err := c.Namespace(ctx, 2); err == nil {
+		t.Fatal("inactive namespace identified")
+	}
+}
+
+func TestResponseForUnknownCommand(t *testing.T) {
+	ft := newFakeTarget(t, 4096)
+	ft.setHook(func(qid uint16, sqe []byte) fault {
+		if readLBA(qid, sqe) >= 0 {
+			return fault{cidXor: 0x8000}
+		}
+		return fault{}
+	})
+	c := connectFake(t, ft, &Config{IOQueues: 1})
+	ctx := testCtx(t)
+	ns, err := c.Namespace(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ns.ReadAt(ctx, make([]byte, 512), 0); !errors.Is(err, ErrFailed) || !errors.Is(err, ErrProtocol) {
+		t.Fatalf("read answered for another CID: %v", err)
+	}
+}
+
+func TestConnectRejected(t *testing.T) {
+	ft := newFakeTarget(t, 64)
+	ft.reject = true
+	_, err := Connect(testCtx(t), ft.addr, "nqn.2024-01.test:fake", nil)
+	var rej *iwarp.RejectedError
+	if !errors.Is(err, ErrRejected) || !errors.As(err, &rej) {
+		t.Fatalf("Connect to a target that rejects: %v", err)
+	}
+}
+
+func TestConnectInvalidConfig(t *testing.T) {
+	for _, cfg := range []*Config{{IOQueues: -1}, {QueueSize: 1}, {QueueSize: MaxQueueSize + 1}, {MaxTransfer: 1000},
+		{HostNQN: string(make([]byte, 300))}} {
+		if _, err := Connect(testCtx(t), "127.0.0.1:1", "nqn.x", cfg); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%+v: %v", cfg, err)
+		}
+	}
+}
+
+func TestDiscoveryLog(t *testing.T) {
+	ft := newFakeTarget(t, 64)
+	c, err := Connect(testCtx(t), ft.addr, discoveryNQN, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	ctx := testCtx(t)
+	if in := c.Info(); !in.Discovery || in.IOQueues != 0 {
+		t.Fatalf("info %+v", in)
+	}
+	log, err := c.DiscoveryLog(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := DiscoveryEntry{TransportType: "rdma", AddressFamily: "ipv4", SubsystemType: "nvm", PortID: 1,
+		ControllerID: 0xFFFF, AdminMaxSQSize: 32, Address: "127.0.0.1", ServiceID: "4420",
+		SubsystemNQN: "nqn.2024-01.test:fake"}
+	if len(log) != 2 || log[0] != want || log[1].SubsystemType != "current discovery" || log[1].SubsystemNQN != discoveryNQN {
+		t.Fatalf("log %+v", log)
+	}
+	if _, err := c.Namespace(ctx, 1); !errors.Is(err, ErrNotSupported) {
+		t.Fatalf("namespace of a discovery controller: %v", err)
+	}
+	ft.mu.Lock()
+	kas := len(ft.kas)
+	ft.mu.Unlock()
+	if kas != 0 {
+		t.Fatal("keep-alive sent to a discovery controller without KATO")
+	}
+}
+
+func TestDiscoveryLogOfNVMSubsystem(t *testing.T) {
+	ft := newFakeTarget(t, 64)
+	c := connectFake(t, ft, &Config{IOQueues: 1})
+	if _, err := c.DiscoveryLog(testCtx(t)); !errors.Is(err, ErrNotSupported) {
+		t.Fatalf("discovery log of an NVM subsystem: %v", err)
+	}
+}
