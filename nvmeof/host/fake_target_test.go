@@ -19,14 +19,14 @@ type fakeTarget struct {
 	dev    *iwarp.Device
 	pd     *iwarp.PD
 	addr   string
-	bs     int                                // the namespace's block size
-	inline int                                // in-capsule data offered on I/O queues (0: none)
-	mdts   uint8                              // MDTS reported
-	wz     bool                               // Write Zeroes supported
-	reject bool // reject every connection (NVMe status 6, no resources)
-	kas    chan struct{}                      // a value per Keep Alive served
+	bs     int           // the namespace's block size
+	inline int           // in-capsule data offered on I/O queues (0: none)
+	mdts   uint8         // MDTS reported
+	wz     bool          // Write Zeroes supported
+	reject bool          // reject every connection (NVMe status 6, no resources)
+	kas    chan struct{} // a value per Keep Alive served
 
-	mu    sync.Mutex // guards the fields below
+	mu    sync.Mutex                         // guards the fields below
 	hook  func(qid uint16, sqe []byte) fault // nil: serve everything
 	disk  []byte
 	cc    uint32
@@ -44,8 +44,8 @@ type fault struct {
 	wait   <-chan struct{} // answer once it is closed
 	cidXor uint16          // answer with the CID changed so
 	drop   bool            // never answer
-	close  bool   // close the queue's connection instead of answering
-	status uint16 // answer with this status (SCT<<8 | SC)
+	close  bool            // close the queue's connection instead of answering
+	status uint16          // answer with this status (SCT<<8 | SC)
 }
 
 // newFakeTarget listens on loopback; the test's end stops it.

@@ -27,7 +27,7 @@ type queue struct {
 	// cqeLen bytes per receive, written by the QP and read by the
 	// completer goroutine (run). Both immutable.
 	cmds, rsps *iwarp.MR
-	slots      []slot     // immutable slice; see slot for its fields' owners
+	slots      []slot // immutable slice; see slot for its fields' owners
 	// tokens holds a value per free slot (capacity len(slots)): taking
 	// one entitles a goroutine to pop a slot from free.
 	tokens chan struct{}
@@ -61,7 +61,7 @@ func newQueue(ctx context.Context, c *Controller, qid uint16, entries, inline in
 	nslots, nrecv := entries-1, entries
 	q := &queue{ctrl: c, qid: qid, tokens: make(chan struct{}, nslots), free: make([]*slot, 0, nslots), inline: inline,
 		maxInline: min(c.dev.Attributes().MaxInline, sqeLen+inline),
-		dead: make(chan struct{}), done: make(chan struct{})}
+		dead:      make(chan struct{}), done: make(chan struct{})}
 	ok := false
 	defer func() {
 		if !ok {
