@@ -21,10 +21,9 @@ var nvmfLoadKinds = map[string]struct{ write, random bool }{
 
 // loadResult is what one goroutine of the load did.
 type loadResult struct {
-	ios   uint64
-	lat   []time.Duration
-	err   error
-	first time.Time // when its first I/O began
+	ios uint64
+	lat []time.Duration
+	err error
 }
 
 // runLoad runs -rw for -d with -qd goroutines, each with one I/O in flight
