@@ -165,7 +165,7 @@ func TestSGLClassify(t *testing.T) {
 
 func TestCMPrivateData(t *testing.T) {
 	// Linux's host for I/O queue 1: HRQSIZE 128, HSQSIZE 127, CNTLID 1.
-	b := unhex(t, "0000 0100 8000 7f00 0100" + strings.Repeat("00", 22))
+	b := unhex(t, "0000 0100 8000 7f00 0100"+strings.Repeat("00", 22))
 	r, err := DecodeCMRequest(b)
 	if err != nil || r != (CMRequest{QID: 1, HRQSIZE: 128, HSQSIZE: 127, CNTLID: 1}) {
 		t.Fatalf("%+v %v", r, err)
