@@ -20,7 +20,7 @@
 #     then the I/O below; the target must exit 0 on SIGINT afterwards.
 #   kernel-target: the guest's nvmet-rdma as in kernel-kernel, reached
 #     through a QEMU forward; our host reads the discovery log (which must
-#     list the subsystem), then `iwarp nvmf-host -verify 256` must print
+#     list the subsystem), then `iwarp nvmf-host -verify 2048` (1 MiB) must print
 #     "all match" and exit 0.
 #   The I/O (the guest's, on /dev/nvmeXn1): 4 MiB of random data written
 #     at 0 and at 56 MiB with dd oflag=direct, read back with iflag=direct
@@ -46,7 +46,7 @@
 # nvmf_dmesg_check and nvmf_capture_check judge the logs.
 
 NVMF_NQN=${NVMF_NQN:-nqn.2026-11.dev.goiwarp:nvmf-interop}
-NVMF_VERIFY=${NVMF_VERIFY:-256} # blocks our host writes, reads back and compares
+NVMF_VERIFY=${NVMF_VERIFY:-2048} # blocks our host writes, reads back and compares
 
 # nvmf_write_lib FILE writes the guest's half: functions the guest's
 # scripts source (". /mnt/host/nvmf-guest.sh"). The guest has Debian's
@@ -213,6 +213,11 @@ nvmf_guest_kernel_target() {
 EOF
 }
 
+# nvmf_guest_fail FILE prints the guest script's first FAIL line.
+nvmf_guest_fail() {
+  grep -a -m 1 'FAIL' "$1" 2>/dev/null | sed 's/^nvmf-guest [0-9.]*: //'
+}
+
 # nvmf_dmesg_check FILE: prints what is wrong in the guest's kernel log
 # (at most 3 lines) and fails, or succeeds quietly.
 nvmf_dmesg_check() {
@@ -279,7 +284,7 @@ nvmf_main() {
     go build -o "$iw" ./cmd/iwarp || { verdict "go build failed"; return 1; }
   fi
   nvmf_write_lib "$share/nvmf-guest.sh"
-  local port=4420 hport=14420 hostfwd="" gcmd t0=$SECONDS reasons=() srv="" cap="" ours=""
+  local port=4420 hport=14420 hostfwd="" gcmd t0=$SECONDS faults=() srv="" cap="" ours=""
   case $mode in
     kernel-kernel) gcmd="nvmf_guest_kernel_kernel $port $NVMF_NQN" ;;
     kernel-host)
@@ -312,28 +317,28 @@ nvmf_main() {
     if [ $up = 1 ]; then
       # The discovery log first (the discovery NQN is nvmf-host's default).
       timeout 60 "$iw" nvmf-host -a "127.0.0.1:$hport" $nocrc >"$dir/ours-discovery.log" 2>&1; ours=$?
-      if [ "$ours" != 0 ]; then reasons+=("our discovery: exit $ours: $(tail -n 1 "$dir/ours-discovery.log")")
-      elif ! grep -q "subnqn: *$NVMF_NQN" "$dir/ours-discovery.log"; then reasons+=("our discovery log does not list $NVMF_NQN"); fi
+      if [ "$ours" != 0 ]; then faults+=("our discovery: exit $ours: $(tail -n 1 "$dir/ours-discovery.log")")
+      elif ! grep -q "subnqn: *$NVMF_NQN" "$dir/ours-discovery.log"; then faults+=("our discovery log does not list $NVMF_NQN"); fi
       timeout 120 "$iw" nvmf-host -a "127.0.0.1:$hport" -nqn "$NVMF_NQN" -verify "$NVMF_VERIFY" $nocrc >"$dir/ours.log" 2>&1; ours=$?
-      [ "$ours" = 0 ] && grep -q "all match" "$dir/ours.log" || reasons+=("our nvmf-host -verify $NVMF_VERIFY: exit $ours: $(tail -n 1 "$dir/ours.log")")
+      [ "$ours" = 0 ] && grep -q "all match" "$dir/ours.log" || faults+=("our nvmf-host -verify $NVMF_VERIFY: exit $ours: $(tail -n 1 "$dir/ours.log")")
     else
-      reasons+=("the guest's target never said it was ready")
+      faults+=("the guest's target never said it was ready")
     fi
     touch "$box/target.stop"
   fi
   wait $vmpid
   if [ -n "$srv" ]; then
     kill -INT $srv 2>/dev/null; wait $srv; ours=$?
-    [ "$ours" = 0 ] || reasons+=("our nvmf-target: exit $ours after SIGINT: $(tail -n 1 "$dir/ours.log")")
+    [ "$ours" = 0 ] || faults+=("our nvmf-target: exit $ours after SIGINT: $(tail -n 1 "$dir/ours.log")")
   fi
   if [ -n "$cap" ]; then sleep 0.5; kill -INT $cap; wait $cap; fi
   cp "$box/guest.log" "$dir/guest.log" 2>/dev/null; cp "$box/dmesg" "$dir/dmesg.log" 2>/dev/null
   local rc; rc=$(cat "$box/rc" 2>/dev/null || echo "none (the guest did not finish: see console.log)")
-  [ "$rc" = 0 ] || reasons+=("guest: exit $rc: $(grep -a 'FAIL' "$dir/guest.log" 2>/dev/null | head -n 1 | sed 's/^nvmf-guest [0-9.]*: //')")
-  local k; k=$(nvmf_dmesg_check "$dir/dmesg.log") || reasons+=("$k")
-  if [ -n "$cap" ]; then k=$(nvmf_capture_check "$dir/session.pcapng" "${cport}" $crc "$iw") || reasons+=("$k"); fi
+  [ "$rc" = 0 ] || faults+=("guest: exit $rc: $(nvmf_guest_fail "$dir/guest.log")")
+  local k; k=$(nvmf_dmesg_check "$dir/dmesg.log") || faults+=("$k")
+  if [ -n "$cap" ]; then k=$(nvmf_capture_check "$dir/session.pcapng" "${cport}" $crc "$iw") || faults+=("$k"); fi
   echo "logs in $dir ($((SECONDS - t0)) s)"
-  verdict "${reasons[@]}"
+  verdict "${faults[@]}"
 }
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then

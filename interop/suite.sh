@@ -55,8 +55,8 @@ summary() {
 # The cases of each variant (names only: used to count skips too).
 cases_for() {
   case $1 in
-    default) echo "rping-ours-client-crc rping-ours-client-nocrc rping-siw-client-crc rping-siw-client-nocrc rping-ours-client-defaults rping-siw-client-defaults rdma-siw-client rdma-ours-client $(perftest_cases) ext-refused-locally write-unknown-stag-siw-terminate ext-forced-siw-terminate" ;; # last: see below
-    crc) echo "rping-ours-client-crc rping-siw-client-nocrc" ;; # siw's mpa_crc_required acts in its Requests only
+    default) echo "rping-ours-client-crc rping-ours-client-nocrc rping-siw-client-crc rping-siw-client-nocrc rping-ours-client-defaults rping-siw-client-defaults rdma-siw-client rdma-ours-client $(perftest_cases) $NVMF_CASES ext-refused-locally write-unknown-stag-siw-terminate ext-forced-siw-terminate" ;; # last: see below
+    crc) echo "rping-ours-client-crc rping-siw-client-nocrc nvmf-kernel-host-crc nvmf-kernel-host-nocrc" ;; # siw's mpa_crc_required acts in its Requests only
     p2p) echo "rping-ours-client-crc rping-siw-client-crc" ;;
     v1) echo "rping-ours-client-crc rping-siw-client-crc" ;;
   esac
@@ -84,6 +84,21 @@ pt_case() {
 # exits 1 without ending the exchange. Such a run says nothing about
 # either stack: it is repeated (up to three times), and the case's line
 # says so.
+# NVMe over Fabrics (interop/nvmf.sh): Linux's nvme-rdma and nvmet-rdma
+# with each other in the guest (the guest's procedure alone: tells whether
+# a failure is ours), Linux's host against our `iwarp nvmf-target` and our
+# `iwarp nvmf-host` against Linux's target, with and without CRC. On the
+# crc build siw asks for CRC as the host, so both kernel-host cases have
+# CRC on there.
+NVMF_CASES="nvmf-kernel-kernel nvmf-kernel-host-crc nvmf-kernel-host-nocrc nvmf-kernel-target-crc nvmf-kernel-target-nocrc"
+source interop/nvmf.sh
+# nvmf_missing case: prints why our binary cannot run the case (a command
+# it lacks) and succeeds, or fails.
+nvmf_missing() {
+  local cmd=""
+  case $1 in nvmf-kernel-host-*) cmd=nvmf-target ;; nvmf-kernel-target-*) cmd=nvmf-host ;; esac
+  [ -n "$cmd" ] && ! "$IW" "$cmd" -h >/dev/null 2>&1 && echo "iwarp has no $cmd command"
+}
 PT_CLOCK="perftest could not calibrate its clock in the VM"
 pt_ours() { echo "$1" | sed -E 's/-s /-size /'; } # the same arguments for iwarp perf
 
@@ -127,6 +142,7 @@ guest_submit() { # id command
   printf 'pkill -x rping; pkill -x rdma_server; pkill -f "ib_(write|send|read)_(bw|lat)"; sleep 0.3\ndmesg -C\n%s\nrc=$?\ndmesg >/mnt/host/q/%s.dmesg\nexit $rc\n' "$2" "$1" >"$Q/$1.tmp"
   mv "$Q/$1.tmp" "$Q/$1.sh"
 }
+nvmf_write_lib "$SHARE/nvmf-guest.sh" # the guest's half of the nvmf-* cases
 # guest_serve_snap id command: as guest_serve, and the kernel log is saved
 # 10 s after the server started whether or not it ever exits (siw's rping
 # can stay blocked after a Terminate).
@@ -273,7 +289,7 @@ run_case() {
   # client disconnects), and whatever CRC the two sides choose by default.
   case $c in *-defaults) size="" count="" crc=any ;; esac
   # siw built with mpa_crc_required asks for CRC in its Request.
-  case $v/$c in crc/rping-siw-client-*) crc=on ;; esac
+  case $v/$c in crc/rping-siw-client-* | crc/nvmf-kernel-host-*) crc=on ;; esac
   # A guest server gets a port of its own per run: after a hostile case
   # siw keeps the old one bound for a while ("Address already in use").
   local gport=$((7100 + gslot)) hport=$((17100 + gslot))
@@ -325,12 +341,47 @@ run_case() {
       [ "$ours" = 0 ] || { ok=0; reason="extcheck $which: $(tail -n 1 "$dir/ours.log")"; }
       [ "$which" = forced ] && { grep -a -q "unknown packet type 10" "$Q/$id.dmesg" 2>/dev/null || { ok=0; reason="${reason:+$reason; }siw did not log the unknown opcode"; }; }
       port=$hport ;;
+    nvmf-kernel-kernel) # no session on the host: no capture
+      guest_submit "$id" ". /mnt/host/nvmf-guest.sh; nvmf_guest_kernel_kernel $gport $NVMF_NQN"
+      rc=$(guest_wait "$id" 180)
+      [ "$rc" = 0 ] || { ok=0; reason="guest: exit $rc: $(nvmf_guest_fail "$Q/$id.out")"; }
+      port="" ;;
+    nvmf-kernel-host-*)
+      local srv
+      timeout 300 "$IW" nvmf-target -a 127.0.0.1:$hostport -nqn "$NVMF_NQN" -size 64MiB $ours_flags >"$dir/ours.log" 2>&1 &
+      srv=$!
+      for _ in $(seq 1 50); do grep -q -i listen "$dir/ours.log" && break; sleep 0.2; done
+      capture_start $hostport "$dir/session.pcapng"
+      guest_submit "$id" ". /mnt/host/nvmf-guest.sh; nvmf_guest_kernel_host 10.0.2.2 $hostport $NVMF_NQN"
+      rc=$(guest_wait "$id" 180)
+      capture_stop
+      kill -INT $srv 2>/dev/null; wait $srv; ours=$?
+      [ "$ours" = 0 ] || { ok=0; reason="our nvmf-target: exit $ours after SIGINT: $(tail -n 1 "$dir/ours.log")"; }
+      [ "$rc" = 0 ] || { ok=0; reason="${reason:+$reason; }guest: exit $rc: $(nvmf_guest_fail "$Q/$id.out")"; }
+      port=$hostport ;;
+    nvmf-kernel-target-*)
+      guest_submit "$id" ". /mnt/host/nvmf-guest.sh; nvmf_guest_kernel_target $gport $NVMF_NQN /mnt/host/q/$id"
+      wait_ready "$id"
+      capture_start $hport "$dir/session.pcapng"
+      # the discovery log (nvmf-host's default NQN) must list the subsystem
+      ours_dial "$dir/ours-discovery.log" timeout 60 "$IW" nvmf-host -a 127.0.0.1:$hport $ours_flags; ours=$?
+      [ "$ours" = 0 ] && grep -q "subnqn: *$NVMF_NQN" "$dir/ours-discovery.log" || { ok=0; reason="our nvmf-host (discovery): exit $ours: $(tail -n 1 "$dir/ours-discovery.log")"; }
+      timeout 120 "$IW" nvmf-host -a 127.0.0.1:$hport -nqn "$NVMF_NQN" -verify "$NVMF_VERIFY" $ours_flags >"$dir/ours.log" 2>&1; ours=$?
+      [ "$ours" = 0 ] && grep -q "all match" "$dir/ours.log" || { ok=0; reason="${reason:+$reason; }our nvmf-host -verify $NVMF_VERIFY: exit $ours: $(tail -n 1 "$dir/ours.log")"; }
+      touch "$Q/$id.stop"
+      rc=$(guest_wait "$id" 60); capture_stop
+      [ "$rc" = 0 ] || { ok=0; reason="${reason:+$reason; }guest: exit $rc: $(nvmf_guest_fail "$Q/$id.out")"; }
+      port=$hport ;;
   esac
   cp "$Q/$id.out" "$dir/guest.log" 2>/dev/null; cp "$Q/$id.dmesg" "$dir/guest-dmesg.log" 2>/dev/null
   local strict=strict
   case $c in ext-*|write-unknown*) strict=lax ;; esac
   local g; g=$(guest_clean "$id" $strict) || { ok=0; reason="${reason:+$reason; }$g"; }
-  local k; k=$(check_capture "$dir/session.pcapng" $port $crc) || { ok=0; reason="${reason:+$reason; }$k"; }
+  case $c in nvmf-*) local n; n=$(nvmf_dmesg_check "$Q/$id.dmesg") || { ok=0; reason="${reason:+$reason; }$n"; } ;; esac
+  local k=""
+  if [ -n "$port" ]; then k=$(check_capture "$dir/session.pcapng" $port $crc) || { ok=0; reason="${reason:+$reason; }$k"; }; fi
+  # an NVMe over RDMA association is a connection per queue: every one must decode with CRC as expected
+  case $c in nvmf-*) [ -z "$port" ] || { n=$(nvmf_capture_check "$dir/session.pcapng" $port $crc "$IW") || { ok=0; reason="${reason:+$reason; }$n"; }; } ;; esac
   local b; b=$(siw_trailer_bug "$Q/$id.dmesg" "$dir/session.decode") && { ok=0; reason="${reason:+$reason; }$b"; }
   # A passing run says what the capture check saw besides (a tshark
   # reassembly artefact): "ok; NOTE".
@@ -367,6 +418,10 @@ for v in $VARIANTS; do
   fi
   for c in $(cases_for "$v"); do
     if [ -n "${ONLY:-}" ] && ! [[ "$v/$c" =~ $ONLY ]]; then continue; fi
+    if [[ $c == nvmf-* ]] && miss=$(nvmf_missing "$c"); then
+      note_skip 1 "$miss"; results+=("SKIP $v/$c: $miss"); echo "${results[-1]}"
+      continue
+    fi
     if [[ $c == perftest-* ]] && [ "$ptver" != "$PERFTEST_VERSION" ]; then
       note_skip 1 "perftest ${ptver:-unknown} in the VM, the perftest cases are pinned to $PERFTEST_VERSION"
       results+=("SKIP $v/$c"); echo "${results[-1]}"
