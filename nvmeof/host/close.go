@@ -48,7 +48,9 @@ func (c *Controller) Close(ctx context.Context) error {
 	}
 	c.mu.Unlock()
 	c.cancel()
-	<-c.kaDone // its command ends with c.ctx
+	if c.kaDone != nil {
+		<-c.kaDone // its command ends with c.ctx
+	}
 	var err error
 	if !failed {
 		err = c.shutdown(ctx)
@@ -95,6 +97,9 @@ func (c *Controller) disconnect(ctx context.Context, qs []*queue) error {
 // device if Connect opened it.
 func (c *Controller) teardown() {
 	c.cancel()
+	if c.kaDone != nil {
+		<-c.kaDone // its command ends with c.ctx
+	}
 	c.mu.Lock()
 	qs := append([]*queue(nil), c.queues...)
 	if c.err == nil {

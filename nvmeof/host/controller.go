@@ -32,7 +32,9 @@ type Controller struct {
 	// keep-alive goroutine's commands run under it.
 	ctx    context.Context
 	cancel context.CancelFunc
-	kaDone chan struct{} // closed when the keep-alive goroutine returned (closed at once without one)
+	// kaDone is closed when the keep-alive goroutine returns; nil without
+	// one. Written by Connect's setup only.
+	kaDone chan struct{}
 
 	mu      sync.Mutex    // guards err, queues and closing
 	err     error         // why the controller stopped: ErrFailed wrapping the cause, or ErrClosed
@@ -71,7 +73,7 @@ func Connect(ctx context.Context, addr, subnqn string, cfg *Config) (*Controller
 		return nil, fmt.Errorf("%w: subsystem NQN of %d bytes (1 to %d)", ErrInvalidConfig, len(subnqn), nqnMax)
 	}
 	c := &Controller{s: s, addr: addr, subnqn: subnqn, dev: s.dev, maxXfer: s.maxTransfer,
-		dead: make(chan struct{}), kaDone: make(chan struct{})}
+		dead: make(chan struct{})}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	if c.dev == nil {
 		c.dev, c.ownDev = iwarp.NewDevice(nil), true

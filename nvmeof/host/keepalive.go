@@ -22,9 +22,9 @@ func realTicker(d time.Duration) (<-chan time.Time, func()) {
 // is not answered within KATO, fails the controller.
 func (c *Controller) startKeepAlive() {
 	if c.s.kato <= 0 {
-		close(c.kaDone)
 		return
 	}
+	c.kaDone = make(chan struct{})
 	newTicker := c.s.ticker
 	if newTicker == nil {
 		newTicker = realTicker

@@ -1,0 +1,64 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// TestCloseWithOutstandingIO: Close disconnects the I/O queues first; the
+// reads the target holds fail with ErrClosed and the shutdown completes.
+func TestCloseWithOutstandingIO(t *testing.T) {
+	ft := newFakeTarget(t, 4096)
+	release := make(chan struct{})
+	defer close(release)
+	const n = 2 // one per queue: the fake target serves a queue's commands in order
+	arrived := make(chan struct{}, n)
+	ft.setHook(func(qid uint16, sqe []byte) fault {
+		if readLBA(qid, sqe) >= 0 {
+			arrived <- struct{}{}
+			return fault{wait: release}
+		}
+		return fault{}
+	})
+	c := connectFake(t, ft, &Config{IOQueues: 2})
+	ctx := testCtx(t)
+	ns, err := c.Namespace(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, n)
+	for i := range n {
+		go func() { errc <- ns.ReadAt(ctx, make([]byte, 512), uint64(i)) }()
+	}
+	for range n {
+		<-arrived
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close(ctx) }()
+	for range n {
+		if err := <-errc; !errors.Is(err, ErrClosed) {
+			t.Fatalf("read outstanding at Close: %v", err)
+		}
+	}
+	if err := <-closed; err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if !errors.Is(c.Err(), ErrClosed) {
+		t.Fatalf("Err after Close: %v", c.Err())
+	}
+}
+
+// TestCloseBoundedBySilentTarget: a target that stops answering cannot
+// hold Close past its context.
+func TestCloseBoundedBySilentTarget(t *testing.T) {
+	ft := newFakeTarget(t, 64)
+	c := connectFake(t, ft, &Config{IOQueues: 1, KATO: -1})
+	ft.setHook(func(qid uint16, sqe []byte) fault { return fault{drop: true} })
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := c.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Close against a silent target: %v", err)
+	}
+}
