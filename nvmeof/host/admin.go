@@ -2,159 +2,112 @@ package host
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"time"
+
+	"github.com/goiwarp/iwarp/internal/nvme"
 )
-
-// Opcodes (NVMe Base §5, NVMe over Fabrics §6).
-const (
-	opFabrics      = 0x7F
-	fcPropertySet  = 0x00
-	fcConnect      = 0x01
-	fcPropertyGet  = 0x04
-	opGetLogPage   = 0x02
-	opIdentify     = 0x06
-	opSetFeatures  = 0x09
-	opKeepAlive    = 0x18
-	featNumQueues  = 0x07
-	connectDataLen = 1024
-)
-
-// Controller properties (NVMe Base §3.1.4).
-const (
-	propCAP  = 0x00
-	propVS   = 0x08
-	propCC   = 0x14
-	propCSTS = 0x1C
-
-	ccEnable   = 1 << 0
-	ccIOSQES   = 6 << 16 // 64-byte submission queue entries
-	ccIOCQES   = 4 << 20 // 16-byte completion queue entries
-	ccSHNormal = 1 << 14
-	ccSHMask   = 3 << 14
-	cstsRDY    = 1 << 0
-	cstsCFS    = 1 << 1
-	cstsSHST   = 3 << 2
-	cstsSHDone = 2 << 2
-)
-
-// fabricsSQE starts a Fabrics command of type fctype.
-func fabricsSQE(sqe *[sqeLen]byte, fctype uint8) {
-	putSQEHeader(sqe[:], opFabrics, 0)
-	sqe[4] = fctype
-}
 
 // connectQueue sends the Fabrics Connect command on q (NVMe over Fabrics
-// §6.3): QID, SQSIZE (0's based), the keep-alive timeout on the admin
-// queue, and the Connect data with the host's identity and cntlid (0xFFFF
-// for the admin queue: any controller).
-func (c *Controller) connectQueue(ctx context.Context, q *queue, cntlid uint16) (cqe, error) {
-	var sqe [sqeLen]byte
-	fabricsSQE(&sqe, fcConnect)
-	binary.LittleEndian.PutUint16(sqe[42:], q.qid)
-	binary.LittleEndian.PutUint16(sqe[44:], uint16(len(q.slots))) // entries-1, 0's based
+// §3.3): QID, SQSIZE (0's based), on the admin queue the keep-alive
+// timeout, and the Connect data with the host's identity and cntlid
+// (nvme.CNTLIDDynamic on the admin queue: any controller).
+func (c *Controller) connectQueue(ctx context.Context, q *queue, cntlid uint16) (nvme.Completion, error) {
+	k := nvme.Connect{RECFMT: 0, QID: q.qid, SQSIZE: uint16(len(q.slots))} // entries-1: 0's based
 	if q.qid == 0 {
-		binary.LittleEndian.PutUint32(sqe[48:], uint32(c.s.kato/time.Millisecond))
+		k.KATO = uint32(c.s.kato / time.Millisecond)
 	}
-	var data [connectDataLen]byte
-	copy(data[0:16], c.s.hostID[:])
-	binary.LittleEndian.PutUint16(data[16:], cntlid)
-	copy(data[256:256+nqnMax], c.subnqn)
-	copy(data[512:512+nqnMax], c.s.hostNQN)
-	r, err := q.exec(ctx, &sqe, data[:], nil)
+	data := make([]byte, nvme.ConnectDataLen)
+	d := nvme.ConnectData{HOSTID: c.s.hostID, CNTLID: cntlid, SUBNQN: c.subnqn, HOSTNQN: c.s.hostNQN}
+	if err := d.Encode(data); err != nil {
+		return nvme.Completion{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	r, err := q.exec(ctx, k.Command(0, nvme.SGL{}), data, nil)
 	if err != nil {
 		return r, fmt.Errorf("nvmeof: queue %d: Connect: %w", q.qid, err)
 	}
 	return r, nil
 }
 
-// getProperty reads a controller property of 4 or 8 bytes.
-func (c *Controller) getProperty(ctx context.Context, off uint32, wide bool) (uint64, error) {
-	var sqe [sqeLen]byte
-	fabricsSQE(&sqe, fcPropertyGet)
-	if wide {
-		sqe[40] = 1
-	}
-	binary.LittleEndian.PutUint32(sqe[44:], off)
-	r, err := c.admin.exec(ctx, &sqe, nil, nil)
+// getProperty reads the controller property at ofst (4 or 8 bytes).
+func (c *Controller) getProperty(ctx context.Context, ofst uint32) (uint64, error) {
+	r, err := c.admin.exec(ctx, nvme.PropertyGetCommand(0, ofst, nvme.PropertySizeOf(ofst)), nil, nil)
 	if err != nil {
-		return 0, fmt.Errorf("nvmeof: Property Get %#x: %w", off, err)
+		return 0, fmt.Errorf("nvmeof: Property Get %#x: %w", ofst, err)
 	}
-	v := uint64(r.dw0) | uint64(r.dw1)<<32
-	if !wide {
+	v := r.Result()
+	if nvme.PropertySizeOf(ofst) == 4 {
 		v &= 0xFFFFFFFF
 	}
 	return v, nil
 }
 
 // setProperty writes a 4-byte controller property.
-func (c *Controller) setProperty(ctx context.Context, off, v uint32) error {
-	var sqe [sqeLen]byte
-	fabricsSQE(&sqe, fcPropertySet)
-	binary.LittleEndian.PutUint32(sqe[44:], off)
-	binary.LittleEndian.PutUint64(sqe[48:], uint64(v))
-	if _, err := c.admin.exec(ctx, &sqe, nil, nil); err != nil {
-		return fmt.Errorf("nvmeof: Property Set %#x: %w", off, err)
+func (c *Controller) setProperty(ctx context.Context, ofst, v uint32) error {
+	if _, err := c.admin.exec(ctx, nvme.PropertySetCommand(0, ofst, 4, uint64(v)), nil, nil); err != nil {
+		return fmt.Errorf("nvmeof: Property Set %#x: %w", ofst, err)
 	}
 	return nil
 }
 
 // enable reads CAP and VS, sets CC.EN (NVM command set, 4 KiB pages,
 // round robin, 64- and 16-byte queue entries, as Linux's host) and waits
-// for CSTS.RDY, bounded by CAP.TO (NVMe Base §3.5.1).
+// for CSTS.RDY, bounded by CAP.TO (NVMe Base §7.6.1).
 func (c *Controller) enable(ctx context.Context) error {
-	var err error
-	if c.regs.cap, err = c.getProperty(ctx, propCAP, true); err != nil {
-		return err
-	}
-	vs, err := c.getProperty(ctx, propVS, false)
+	v, err := c.getProperty(ctx, nvme.PropCAP)
 	if err != nil {
 		return err
 	}
-	c.regs.vs = uint32(vs)
-	if mpsmin := c.regs.cap >> 48 & 0xF; mpsmin > 0 {
-		return fmt.Errorf("%w: the controller's smallest page size is %d bytes (CAP.MPSMIN), not 4096", ErrNotSupported, 4096<<mpsmin)
-	}
-	c.regs.cc = ccEnable | ccIOSQES | ccIOCQES
-	if err := c.setProperty(ctx, propCC, c.regs.cc); err != nil {
+	c.regs.cap = nvme.ParseCAP(v)
+	if v, err = c.getProperty(ctx, nvme.PropVS); err != nil {
 		return err
 	}
-	timeout := time.Duration(c.regs.cap>>24&0xFF+1) * 500 * time.Millisecond
-	return c.waitStatus(ctx, timeout, func(csts uint32) (bool, error) {
-		if csts&cstsCFS != 0 {
+	c.regs.vs = nvme.Version(v)
+	if m := c.regs.cap.MPSMIN; m > 0 {
+		return fmt.Errorf("%w: the controller's smallest page size is %d bytes (CAP.MPSMIN), not 4096", ErrNotSupported, 4096<<m)
+	}
+	c.regs.cc = nvme.CC{EN: true, IOSQES: 6, IOCQES: 4}
+	if err := c.setProperty(ctx, nvme.PropCC, c.regs.cc.Uint32()); err != nil {
+		return err
+	}
+	timeout := time.Duration(c.regs.cap.TO+1) * 500 * time.Millisecond
+	return c.waitStatus(ctx, timeout, func(s nvme.CSTS) (bool, error) {
+		if s.CFS {
 			return false, fmt.Errorf("%w: CSTS.CFS set (controller fatal status)", ErrNotReady)
 		}
-		return csts&cstsRDY != 0, nil
+		return s.RDY, nil
 	})
 }
 
 // waitStatus polls CSTS until done says so, at most timeout (and ctx):
-// every millisecond at first, backing off to every 100 ms, as the
-// property has no notification.
-func (c *Controller) waitStatus(parent context.Context, timeout time.Duration, done func(uint32) (bool, error)) error {
+// every millisecond at first, backing off to every 100 ms, as the property
+// has no notification.
+func (c *Controller) waitStatus(parent context.Context, timeout time.Duration, done func(nvme.CSTS) (bool, error)) error {
 	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
+	late := func() error {
+		if err := parent.Err(); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: CSTS not as expected within %v", ErrNotReady, timeout)
+	}
 	delay := time.Millisecond
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			if err := parent.Err(); err != nil {
-				return err
-			}
-			return fmt.Errorf("%w: CSTS not as expected within %v", ErrNotReady, timeout)
+			return late()
 		case <-t.C:
 		}
-		csts, err := c.getProperty(ctx, propCSTS, false)
+		v, err := c.getProperty(ctx, nvme.PropCSTS)
 		if err != nil {
-			if perr := parent.Err(); perr == nil && ctx.Err() != nil {
-				return fmt.Errorf("%w: CSTS not as expected within %v", ErrNotReady, timeout)
+			if ctx.Err() != nil {
+				return late()
 			}
 			return err
 		}
-		ok, err := done(uint32(csts))
+		ok, err := done(nvme.ParseCSTS(uint32(v)))
 		if ok || err != nil {
 			return err
 		}
@@ -163,13 +116,17 @@ func (c *Controller) waitStatus(parent context.Context, timeout time.Duration, d
 	}
 }
 
-// identify reads the Identify Controller data structure (CNS 01h).
+// identify reads the Identify Controller data structure.
 func (c *Controller) identify(ctx context.Context) error {
-	buf := make([]byte, identifyLen)
-	if err := c.identifyCNS(ctx, 1, 0, buf); err != nil {
+	buf := make([]byte, nvme.IdentifyLen)
+	if err := c.identifyCNS(ctx, nvme.CNSController, 0, buf); err != nil {
 		return err
 	}
-	c.info.parse(buf, c.regs)
+	id, err := nvme.DecodeController(buf)
+	if err != nil {
+		return fmt.Errorf("%w: Identify Controller: %w", ErrProtocol, err)
+	}
+	c.info.fill(&id, c.regs)
 	if m := c.info.MaxDataTransfer; m > 0 && m < c.maxXfer {
 		c.maxXfer = m
 	}
@@ -179,28 +136,23 @@ func (c *Controller) identify(ctx context.Context) error {
 // identifyCNS runs Identify with the given CNS and NSID into buf (4096
 // bytes).
 func (c *Controller) identifyCNS(ctx context.Context, cns uint8, nsid uint32, buf []byte) error {
-	var sqe [sqeLen]byte
-	putSQEHeader(sqe[:], opIdentify, nsid)
-	putCDW(sqe[:], 10, uint32(cns))
-	if _, err := c.admin.exec(ctx, &sqe, nil, buf); err != nil {
+	if _, err := c.admin.exec(ctx, nvme.Identify{CNS: cns}.Command(0, nsid, nvme.SGL{}), nil, buf); err != nil {
 		return fmt.Errorf("nvmeof: Identify (CNS %#x, NSID %d): %w", cns, nsid, err)
 	}
 	return nil
 }
 
 // setQueueCount asks for n I/O submission and completion queues (Set
-// Features, Number of Queues, NVMe Base §5.27.1.5) and returns how many of
+// Features, Number of Queues, NVMe Base §5.21.1.7) and returns how many of
 // both the controller granted.
 func (c *Controller) setQueueCount(ctx context.Context, n int) (int, error) {
-	var sqe [sqeLen]byte
-	putSQEHeader(sqe[:], opSetFeatures, 0)
-	putCDW(sqe[:], 10, featNumQueues)
-	putCDW(sqe[:], 11, uint32(n-1)|uint32(n-1)<<16)
-	r, err := c.admin.exec(ctx, &sqe, nil, nil)
+	f := nvme.Feature{FID: nvme.FeatNumQueues, Value: nvme.NumQueues{NSQ: uint16(n - 1), NCQ: uint16(n - 1)}.Uint32()}
+	r, err := c.admin.exec(ctx, f.SetCommand(0, 0), nil, nil)
 	if err != nil {
 		return 0, fmt.Errorf("nvmeof: Set Features (Number of Queues): %w", err)
 	}
-	return int(min(r.dw0&0xFFFF, r.dw0>>16)) + 1, nil
+	got := nvme.ParseNumQueues(r.DW0)
+	return int(min(got.NSQ, got.NCQ)) + 1, nil
 }
 
 // getLogPage reads len(buf) bytes (a multiple of 4) of log page lid from
@@ -208,14 +160,8 @@ func (c *Controller) setQueueCount(ctx context.Context, n int) (int, error) {
 func (c *Controller) getLogPage(ctx context.Context, lid uint8, off uint64, buf []byte) error {
 	for len(buf) > 0 {
 		n := min(len(buf), c.maxXfer)
-		var sqe [sqeLen]byte
-		putSQEHeader(sqe[:], opGetLogPage, 0)
-		numd := uint32(n/4 - 1)
-		putCDW(sqe[:], 10, uint32(lid)|numd<<16)
-		putCDW(sqe[:], 11, numd>>16)
-		putCDW(sqe[:], 12, uint32(off))
-		putCDW(sqe[:], 13, uint32(off>>32))
-		if _, err := c.admin.exec(ctx, &sqe, nil, buf[:n]); err != nil {
+		g := nvme.GetLogPage{LID: lid, NUMD: nvme.NUMDFor(n), Offset: off}
+		if _, err := c.admin.exec(ctx, g.Command(0, 0, nvme.SGL{}), nil, buf[:n]); err != nil {
 			return fmt.Errorf("nvmeof: Get Log Page %#x: %w", lid, err)
 		}
 		buf, off = buf[n:], off+uint64(n)

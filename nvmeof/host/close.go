@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/goiwarp/iwarp/internal/nvme"
 )
 
 // Bounds of Close's steps that involve the target, whatever ctx allows,
@@ -65,10 +67,12 @@ func (c *Controller) shutdown(ctx context.Context) error {
 	err := c.disconnect(ctx, c.io)
 	sctx, cancel := context.WithTimeout(ctx, shutdownTimeout)
 	defer cancel()
-	serr := c.setProperty(sctx, propCC, c.regs.cc&^ccSHMask|ccSHNormal)
+	cc := c.regs.cc
+	cc.SHN = nvme.SHNNormal
+	serr := c.setProperty(sctx, nvme.PropCC, cc.Uint32())
 	if serr == nil {
-		serr = c.waitStatus(sctx, shutdownTimeout, func(csts uint32) (bool, error) {
-			return csts&cstsSHST == cstsSHDone, nil
+		serr = c.waitStatus(sctx, shutdownTimeout, func(s nvme.CSTS) (bool, error) {
+			return s.SHST == nvme.SHSTComplete, nil
 		})
 	}
 	return errors.Join(err, serr, c.disconnect(ctx, []*queue{c.admin}))

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/goiwarp/iwarp/internal/nvme"
 )
 
 // TestCloseWithOutstandingIO: Close disconnects the I/O queues first; the
@@ -15,8 +17,8 @@ func TestCloseWithOutstandingIO(t *testing.T) {
 	defer close(release)
 	const n = 2 // one per queue: the fake target serves a queue's commands in order
 	arrived := make(chan struct{}, n)
-	ft.setHook(func(qid uint16, sqe []byte) fault {
-		if readLBA(qid, sqe) >= 0 {
+	ft.setHook(func(qid uint16, cmd nvme.Command) fault {
+		if readLBA(qid, cmd) >= 0 {
 			arrived <- struct{}{}
 			return fault{wait: release}
 		}
@@ -55,7 +57,7 @@ func TestCloseWithOutstandingIO(t *testing.T) {
 func TestCloseBoundedBySilentTarget(t *testing.T) {
 	ft := newFakeTarget(t, 64)
 	c := connectFake(t, ft, &Config{IOQueues: 1, KATO: -1})
-	ft.setHook(func(qid uint16, sqe []byte) fault { return fault{drop: true} })
+	ft.setHook(func(qid uint16, cmd nvme.Command) fault { return fault{drop: true} })
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	if err := c.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {

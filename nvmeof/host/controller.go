@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 
 	"github.com/goiwarp/iwarp"
+	"github.com/goiwarp/iwarp/internal/nvme"
+	"github.com/goiwarp/iwarp/nvmeof"
 )
 
 // Controller is a host's association with one NVMe over Fabrics controller
@@ -46,9 +48,9 @@ type Controller struct {
 
 // registers are the controller properties read at connect time.
 type registers struct {
-	cap uint64 // CAP
-	vs  uint32 // VS
-	cc  uint32 // CC as written to enable the controller
+	cap nvme.CAP
+	vs  nvme.Version
+	cc  nvme.CC // as written to enable the controller
 }
 
 // Connect associates with controller subnqn of the target at addr
@@ -64,7 +66,7 @@ type registers struct {
 // (see Controller.DiscoveryLog). ctx bounds the whole setup; on error
 // everything made is torn down.
 func Connect(ctx context.Context, addr, subnqn string, cfg *Config) (*Controller, error) {
-	discovery := subnqn == discoveryNQN
+	discovery := subnqn == nvmeof.DiscoveryNQN
 	s, err := resolve(cfg, discovery)
 	if err != nil {
 		return nil, err
@@ -92,14 +94,14 @@ func (c *Controller) setup(ctx context.Context, discovery bool) error {
 		return err
 	}
 	c.info.Discovery = discovery
-	if c.admin, err = c.addQueue(ctx, 0, adminQueueSize, 0); err != nil {
+	if c.admin, err = c.addQueue(ctx, 0, adminQueueSize, 0, 0); err != nil {
 		return err
 	}
-	r, err := c.connectQueue(ctx, c.admin, 0xFFFF)
+	r, err := c.connectQueue(ctx, c.admin, nvme.CNTLIDDynamic)
 	if err != nil {
 		return err
 	}
-	c.info.ControllerID = uint16(r.dw0)
+	c.info.ControllerID = nvme.ParseConnectResponse(r.DW0).CNTLID
 	if err := c.enable(ctx); err != nil {
 		return err
 	}
@@ -114,8 +116,8 @@ func (c *Controller) setup(ctx context.Context, discovery bool) error {
 }
 
 // addQueue creates and connects queue qid and records it for teardown.
-func (c *Controller) addQueue(ctx context.Context, qid uint16, entries, inline int) (*queue, error) {
-	q, err := newQueue(ctx, c, qid, entries, inline)
+func (c *Controller) addQueue(ctx context.Context, qid uint16, entries, inline int, cntlid uint16) (*queue, error) {
+	q, err := newQueue(ctx, c, qid, entries, inline, cntlid)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +142,7 @@ func (c *Controller) connectIO(ctx context.Context) error {
 	}
 	n := min(want, granted)
 	size := c.s.queueSize
-	if mqes := int(c.regs.cap&0xFFFF) + 1; size > mqes {
+	if mqes := int(c.regs.cap.MQES) + 1; size > mqes {
 		size = mqes
 	}
 	if m := c.info.MaxCommands; m > 0 && size > m {
@@ -155,7 +157,7 @@ func (c *Controller) connectIO(ctx context.Context) error {
 		inline = c.info.InCapsuleData
 	}
 	for i := 1; i <= n; i++ {
-		q, err := c.addQueue(ctx, uint16(i), size, inline)
+		q, err := c.addQueue(ctx, uint16(i), size, inline, c.info.ControllerID)
 		if err != nil {
 			return err
 		}

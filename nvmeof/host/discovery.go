@@ -5,13 +5,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strconv"
+
+	"github.com/goiwarp/iwarp/internal/nvme"
 )
 
-// The discovery log page (NVMe over Fabrics §5.4, log identifier 70h).
+// Bounds of reading the discovery log page (NVMe over Fabrics §5.3).
 const (
-	logDiscovery      = 0x70
-	discoveryEntryLen = 1024
-	discoveryHdrLen   = 1024
 	// maxDiscoveryEntries bounds the records read, whatever NUMREC says.
 	maxDiscoveryEntries = 4096
 	// discoveryTries bounds the re-reads when the log changes (GENCTR)
@@ -53,9 +52,9 @@ func (c *Controller) DiscoveryLog(ctx context.Context) ([]DiscoveryEntry, error)
 	if !c.info.Discovery {
 		return nil, fmt.Errorf("%w: the discovery log of an NVM subsystem's controller", ErrNotSupported)
 	}
-	hdr := make([]byte, discoveryHdrLen)
+	hdr := make([]byte, nvme.DiscoveryHeaderLen)
 	for range discoveryTries {
-		if err := c.getLogPage(ctx, logDiscovery, 0, hdr); err != nil {
+		if err := c.getLogPage(ctx, nvme.LogDiscovery, 0, hdr); err != nil {
 			return nil, err
 		}
 		gen := binary.LittleEndian.Uint64(hdr[0:])
@@ -63,35 +62,38 @@ func (c *Controller) DiscoveryLog(ctx context.Context) ([]DiscoveryEntry, error)
 		if numrec > maxDiscoveryEntries {
 			return nil, fmt.Errorf("%w: a discovery log of %d records", ErrProtocol, numrec)
 		}
-		buf := make([]byte, discoveryHdrLen+int(numrec)*discoveryEntryLen)
-		if err := c.getLogPage(ctx, logDiscovery, 0, buf); err != nil {
+		buf := make([]byte, nvme.DiscoveryHeaderLen+int(numrec)*nvme.DiscoveryEntryLen)
+		if err := c.getLogPage(ctx, nvme.LogDiscovery, 0, buf); err != nil {
 			return nil, err
 		}
-		if binary.LittleEndian.Uint64(buf[0:]) != gen || binary.LittleEndian.Uint64(buf[8:]) != numrec {
+		log, err := nvme.DecodeDiscoveryLog(buf)
+		if err != nil {
+			return nil, fmt.Errorf("%w: discovery log: %w", ErrProtocol, err)
+		}
+		if log.GENCTR != gen || log.NUMREC != numrec {
 			continue // changed between the two reads
 		}
-		out := make([]DiscoveryEntry, numrec)
-		for i := range out {
-			out[i] = parseDiscoveryEntry(buf[discoveryHdrLen+i*discoveryEntryLen:])
+		out := make([]DiscoveryEntry, len(log.Entries))
+		for i := range log.Entries {
+			out[i] = publicEntry(&log.Entries[i])
 		}
 		return out, nil
 	}
 	return nil, fmt.Errorf("%w: the discovery log kept changing while read", ErrProtocol)
 }
 
-// parseDiscoveryEntry decodes one discoveryEntryLen-byte record.
-func parseDiscoveryEntry(b []byte) DiscoveryEntry {
-	le := binary.LittleEndian
+// publicEntry converts a decoded discovery log entry.
+func publicEntry(e *nvme.DiscoveryEntry) DiscoveryEntry {
 	return DiscoveryEntry{
-		TransportType:  name(b[0], "", "rdma", "fc", "tcp"),
-		AddressFamily:  name(b[1], "", "ipv4", "ipv6", "ib", "fc"),
-		SubsystemType:  name(b[2], "", "referral", "nvm", "current discovery"),
-		PortID:         le.Uint16(b[4:]),
-		ControllerID:   le.Uint16(b[6:]),
-		AdminMaxSQSize: le.Uint16(b[8:]),
-		ServiceID:      ascii(b[32:64]),
-		SubsystemNQN:   nulTerminated(b[256:512]),
-		Address:        ascii(b[512:768]),
+		TransportType:  name(e.TRTYPE, "", "rdma", "fc", "tcp"),
+		AddressFamily:  name(e.ADRFAM, "", "ipv4", "ipv6", "ib", "fc"),
+		SubsystemType:  name(e.SUBTYPE, "", "referral", "nvm", "current discovery"),
+		PortID:         e.PORTID,
+		ControllerID:   e.CNTLID,
+		AdminMaxSQSize: e.ASQSZ,
+		ServiceID:      e.TRSVCID,
+		SubsystemNQN:   e.SUBNQN,
+		Address:        e.TRADDR,
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/goiwarp/iwarp"
+	"github.com/goiwarp/iwarp/internal/nvme"
 )
 
 // dataAccess is the access of a slot's data buffer: the controller RDMA
@@ -37,14 +38,15 @@ func (s *slot) grow(ctx context.Context, n int) error {
 	return nil
 }
 
-// setData describes n bytes of s's data buffer in its SQE: in the capsule
-// for a write (out not nil) that fits the queue's in-capsule room, else
-// with a keyed SGL naming the buffer; out is copied into the buffer. It
-// returns the number of SGEs of s.sgl the capsule's Send carries and the
-// capsule's size.
-func (q *queue) setData(ctx context.Context, s *slot, out []byte, n int) (nsge, size int, err error) {
+// setData describes n bytes of s's data buffer in cmd's DPTR: in the
+// capsule for a write (out not nil) that fits the queue's in-capsule room
+// (an SGL Data Block of subtype Offset, NVMe over Fabrics §2.3.2), else a
+// Keyed SGL Data Block naming the buffer by its STag and tagged offset;
+// out is copied into the buffer. It returns the number of SGEs of s.sgl the
+// capsule's Send carries and the capsule's size.
+func (q *queue) setData(ctx context.Context, s *slot, cmd *nvme.Command, out []byte, n int) (nsge, size int, err error) {
 	if n == 0 {
-		putKeyedSGL(s.sqe, 0, 0, 0)
+		cmd.DPTR = nvme.KeyedSGL(0, 0, 0)
 		return 1, sqeLen, nil
 	}
 	if err := s.grow(ctx, n); err != nil {
@@ -53,41 +55,32 @@ func (q *queue) setData(ctx context.Context, s *slot, out []byte, n int) (nsge, 
 	if out != nil {
 		copy(s.data.Bytes(), out)
 		if n <= q.inline {
-			putInlineSGL(s.sqe, 0, n)
+			cmd.DPTR = nvme.InlineSGL(0, uint32(n))
 			s.sgl[1] = s.data.SGE(0, n)
 			return 2, sqeLen + n, nil
 		}
 	}
-	putKeyedSGL(s.sqe, s.data.TO(), n, s.data.STag())
+	cmd.DPTR = nvme.KeyedSGL(s.data.TO(), uint32(n), s.data.STag())
 	return 1, sqeLen, nil
 }
 
-// start sends the command of sqe (its SGL and CID are filled here) with n
-// bytes of data: out, written to the controller, or n bytes read from it
-// when out is nil. The command then runs in the returned slot; the caller
-// must end it with end.
-func (q *queue) start(ctx context.Context, sqe *[sqeLen]byte, out []byte, n int) (*slot, error) {
-	s, err := q.acquire(ctx)
-	if err != nil {
-		return nil, err
-	}
-	copy(s.sqe, sqe[:])
-	nsge, size, err := q.setData(ctx, s, out, n)
+// launch sends cmd in the held slot s with n bytes of data: out, written
+// to the controller, or n bytes read from it when out is nil. On error s
+// is freed; else the caller must end the command with end.
+func (q *queue) launch(ctx context.Context, s *slot, cmd *nvme.Command, out []byte, n int) error {
+	nsge, size, err := q.setData(ctx, s, cmd, out, n)
 	if err != nil {
 		q.put(s)
-		return nil, err
+		return err
 	}
-	if err := q.post(s, nsge, size); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return q.post(s, cmd, nsge, size)
 }
 
 // end waits for the command running in s, copies what it read into in
 // (if not nil) and frees the slot. A status other than success is a
 // *nvmeof.StatusError. If ctx ends first the slot is abandoned to the
 // completer, which frees it when the controller answers.
-func (q *queue) end(ctx context.Context, s *slot, in []byte) (cqe, error) {
+func (q *queue) end(ctx context.Context, s *slot, in []byte) (nvme.Completion, error) {
 	r, abandoned, err := q.wait(ctx, s)
 	if err != nil {
 		if !abandoned {
@@ -95,9 +88,10 @@ func (q *queue) end(ctx context.Context, s *slot, in []byte) (cqe, error) {
 		}
 		return r, err
 	}
-	if r.status != 0 {
+	if !r.Status.Success() {
+		op, fct := s.op, s.fct
 		q.put(s)
-		return r, statusError(r)
+		return r, statusError(r.Status, q.qid, op, fct)
 	}
 	if in != nil {
 		copy(in, s.data.Bytes())
@@ -106,11 +100,15 @@ func (q *queue) end(ctx context.Context, s *slot, in []byte) (cqe, error) {
 	return r, nil
 }
 
-// exec runs one command (start and end).
-func (q *queue) exec(ctx context.Context, sqe *[sqeLen]byte, out, in []byte) (cqe, error) {
-	s, err := q.start(ctx, sqe, out, len(out)+len(in))
+// exec runs one command: out written to the controller, or len(in) bytes
+// read from it.
+func (q *queue) exec(ctx context.Context, cmd nvme.Command, out, in []byte) (nvme.Completion, error) {
+	s, err := q.acquire(ctx)
 	if err != nil {
-		return cqe{}, err
+		return nvme.Completion{}, err
+	}
+	if err := q.launch(ctx, s, &cmd, out, len(out)+len(in)); err != nil {
+		return nvme.Completion{}, err
 	}
 	return q.end(ctx, s, in)
 }

@@ -2,27 +2,28 @@ package host
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"testing"
 
 	"github.com/goiwarp/iwarp"
+	"github.com/goiwarp/iwarp/internal/nvme"
+	"github.com/goiwarp/iwarp/nvmeof"
 )
 
-// readLBA is the starting block of a read or write SQE, or -1.
-func readLBA(qid uint16, sqe []byte) int64 {
-	if qid == 0 || sqe[0] != opRead {
+// readLBA is the starting block of a read, or -1 for another command.
+func readLBA(qid uint16, cmd nvme.Command) int64 {
+	if qid == 0 || cmd.Opcode != nvme.NVMRead {
 		return -1
 	}
-	return int64(binary.LittleEndian.Uint64(sqe[40:]))
+	return int64(cmd.RW().SLBA)
 }
 
 func TestTargetDiesMidTransfer(t *testing.T) {
 	ft := newFakeTarget(t, 4096)
 	const n = 6
 	arrived := make(chan struct{}, n)
-	ft.setHook(func(qid uint16, sqe []byte) fault {
-		if readLBA(qid, sqe) >= 0 {
+	ft.setHook(func(qid uint16, cmd nvme.Command) fault {
+		if readLBA(qid, cmd) >= 0 {
 			arrived <- struct{}{}
 			return fault{drop: true}
 		}
@@ -63,8 +64,8 @@ func TestCancelKeepsSlotUntilAnswered(t *testing.T) {
 	ft := newFakeTarget(t, 4096)
 	release := make(chan struct{})
 	held := make(chan struct{}, 1)
-	ft.setHook(func(qid uint16, sqe []byte) fault {
-		if readLBA(qid, sqe) == 0 {
+	ft.setHook(func(qid uint16, cmd nvme.Command) fault {
+		if readLBA(qid, cmd) == 0 {
 			held <- struct{}{}
 			return fault{wait: release}
 		}
@@ -111,8 +112,8 @@ func TestCancelWhileWaitingForSlot(t *testing.T) {
 	ft := newFakeTarget(t, 4096)
 	release := make(chan struct{})
 	held := make(chan struct{}, 1)
-	ft.setHook(func(qid uint16, sqe []byte) fault {
-		if readLBA(qid, sqe) == 0 {
+	ft.setHook(func(qid uint16, cmd nvme.Command) fault {
+		if readLBA(qid, cmd) == 0 {
 			held <- struct{}{}
 			return fault{wait: release}
 		}
@@ -140,9 +141,9 @@ func TestCancelWhileWaitingForSlot(t *testing.T) {
 
 func TestErrorStatus(t *testing.T) {
 	ft := newFakeTarget(t, 4096)
-	ft.setHook(func(qid uint16, sqe []byte) fault {
-		if readLBA(qid, sqe) == 7 {
-			return fault{status: scLBARange}
+	ft.setHook(func(qid uint16, cmd nvme.Command) fault {
+		if readLBA(qid, cmd) == 7 {
+			return fault{status: nvme.StatusLBAOutOfRange}
 		}
 		return fault{}
 	})
@@ -153,8 +154,9 @@ func TestErrorStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = ns.ReadAt(ctx, make([]byte, 512), 7)
-	if err == nil || errors.Is(err, ErrFailed) {
-		t.Fatalf("read answered with an error status: %v", err)
+	var se *nvmeof.StatusError
+	if !errors.Is(err, nvmeof.ErrLBAOutOfRange) || !errors.As(err, &se) || se.Opcode != nvme.NVMRead || se.QID != 1 {
+		t.Fatalf("read answered with LBA Out of Range: %v (%+v)", err, se)
 	}
 	if err := ns.ReadAt(ctx, make([]byte, 512), 8); err != nil {
 		t.Fatalf("the controller should still serve: %v", err)
@@ -166,8 +168,8 @@ func TestErrorStatus(t *testing.T) {
 
 func TestResponseForUnknownCommand(t *testing.T) {
 	ft := newFakeTarget(t, 4096)
-	ft.setHook(func(qid uint16, sqe []byte) fault {
-		if readLBA(qid, sqe) >= 0 {
+	ft.setHook(func(qid uint16, cmd nvme.Command) fault {
+		if readLBA(qid, cmd) >= 0 {
 			return fault{cidXor: 0x8000}
 		}
 		return fault{}
@@ -204,7 +206,7 @@ func TestConnectInvalidConfig(t *testing.T) {
 
 func TestDiscoveryLog(t *testing.T) {
 	ft := newFakeTarget(t, 64)
-	c, err := Connect(testCtx(t), ft.addr, discoveryNQN, nil)
+	c, err := Connect(testCtx(t), ft.addr, nvmeof.DiscoveryNQN, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +222,7 @@ func TestDiscoveryLog(t *testing.T) {
 	want := DiscoveryEntry{TransportType: "rdma", AddressFamily: "ipv4", SubsystemType: "nvm", PortID: 1,
 		ControllerID: 0xFFFF, AdminMaxSQSize: 32, Address: "127.0.0.1", ServiceID: "4420",
 		SubsystemNQN: "nqn.2024-01.test:fake"}
-	if len(log) != 2 || log[0] != want || log[1].SubsystemType != "current discovery" || log[1].SubsystemNQN != discoveryNQN {
+	if len(log) != 2 || log[0] != want || log[1].SubsystemType != "current discovery" || log[1].SubsystemNQN != nvmeof.DiscoveryNQN {
 		t.Fatalf("log %+v", log)
 	}
 	if _, err := c.Namespace(ctx, 1); !errors.Is(err, ErrNotSupported) {

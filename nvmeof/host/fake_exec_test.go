@@ -1,184 +1,155 @@
 package host
 
 import (
-	"encoding/binary"
+	"github.com/goiwarp/iwarp/internal/nvme"
+	"github.com/goiwarp/iwarp/nvmeof"
 )
 
-// Status codes the fake target answers with (SCT<<8 | SC).
-const (
-	scInvalidOpcode = 0x01
-	scInvalidField  = 0x02
-	scDataXfer      = 0x04
-	scLBARange      = 0x80
-)
+// fakeNQN is the fake target's NVM subsystem.
+const fakeNQN = "nqn.2024-01.test:fake"
 
 // exec runs one command and returns its response's dwords and status.
-func (s *fakeQueue) exec(sqe, inline []byte) (dw0, dw1 uint32, status uint16) {
-	le := binary.LittleEndian
+func (s *fakeQueue) exec(cmd *nvme.Command, inline []byte) (dw0, dw1 uint32, status nvme.Status) {
 	ft := s.ft
-	op := sqe[0]
-	if op == opFabrics {
-		switch sqe[4] {
-		case fcConnect:
-			if _, err := s.pull(sqe, inline); err != nil {
-				return 0, 0, scDataXfer
+	if cmd.Opcode == nvme.AdminFabrics {
+		switch cmd.FCType() {
+		case nvme.FCTypeConnect:
+			if _, err := s.pull(cmd, inline); err != nil {
+				return 0, 0, nvme.StatusDataTransferError
 			}
 			return 1, 0, 0
-		case fcPropertyGet:
+		case nvme.FCTypePropertyGet:
 			ft.mu.Lock()
 			defer ft.mu.Unlock()
-			switch le.Uint32(sqe[44:]) {
-			case propCAP:
-				v := uint64(1023) | 1<<24 // MQES, TO 1 (1 s)
+			switch cmd.Property().OFST {
+			case nvme.PropCAP:
+				v := nvme.CAP{MQES: 1023, CQR: true, TO: 1, CSS: nvme.CSSNVM}.Uint64()
 				return uint32(v), uint32(v >> 32), 0
-			case propVS:
-				return 0x10300, 0, 0
-			case propCC:
-				return ft.cc, 0, 0
-			case propCSTS:
-				return ft.csts, 0, 0
+			case nvme.PropVS:
+				return uint32(nvme.Version1_3), 0, 0
+			case nvme.PropCC:
+				return ft.cc.Uint32(), 0, 0
+			case nvme.PropCSTS:
+				return ft.csts.Uint32(), 0, 0
 			}
-			return 0, 0, scInvalidField
-		case fcPropertySet:
+			return 0, 0, nvme.StatusInvalidField
+		case nvme.FCTypePropertySet:
 			ft.mu.Lock()
 			defer ft.mu.Unlock()
-			ft.cc = le.Uint32(sqe[48:])
-			ft.csts = 0
-			if ft.cc&ccEnable != 0 {
-				ft.csts |= cstsRDY
-			}
-			if ft.cc&ccSHMask != 0 {
-				ft.csts |= cstsSHDone
+			ft.cc = nvme.ParseCC(uint32(cmd.Property().VALUE))
+			ft.csts = nvme.CSTS{RDY: ft.cc.EN}
+			if ft.cc.SHN != nvme.SHNNone {
+				ft.csts.SHST = nvme.SHSTComplete
 			}
 			return 0, 0, 0
 		}
-		return 0, 0, scInvalidOpcode
+		return 0, 0, nvme.StatusInvalidOpcode
 	}
 	if s.qid == 0 {
-		return s.admin(sqe)
+		return s.admin(cmd)
 	}
-	nsid := le.Uint32(sqe[4:])
-	lba := le.Uint64(sqe[40:])
-	nlb := int(le.Uint16(sqe[48:])) + 1
-	if op != opFlush && (nsid != 1 || (lba+uint64(nlb))*uint64(ft.bs) > uint64(len(ft.disk))) {
-		return 0, 0, scLBARange
+	rw := cmd.RW()
+	off, n := int(rw.SLBA)*ft.bs, int(rw.Blocks())*ft.bs
+	if cmd.Opcode != nvme.NVMFlush && (cmd.NSID != 1 || off+n > len(ft.disk)) {
+		return 0, 0, nvme.StatusLBAOutOfRange
 	}
-	off, n := int(lba)*ft.bs, nlb*ft.bs
-	switch op {
-	case opFlush:
+	switch cmd.Opcode {
+	case nvme.NVMFlush:
 		return 0, 0, 0
-	case opRead:
+	case nvme.NVMRead:
 		if n > s.data.Len() {
-			return 0, 0, scDataXfer
+			return 0, 0, nvme.StatusDataTransferError
 		}
 		ft.mu.Lock()
 		copy(s.data.Bytes(), ft.disk[off:off+n])
 		ft.mu.Unlock()
-		if s.pushData(sqe, n) != nil {
-			return 0, 0, scDataXfer
+		if s.pushData(cmd, n) != nil {
+			return 0, 0, nvme.StatusDataTransferError
 		}
-	case opWrite:
-		p, err := s.pull(sqe, inline)
+	case nvme.NVMWrite:
+		p, err := s.pull(cmd, inline)
 		if err != nil || len(p) != n {
-			return 0, 0, scDataXfer
+			return 0, 0, nvme.StatusDataTransferError
 		}
 		ft.mu.Lock()
 		copy(ft.disk[off:], p)
 		ft.mu.Unlock()
-	case opWriteZeroes:
+	case nvme.NVMWriteZeroes:
 		ft.mu.Lock()
 		clear(ft.disk[off : off+n])
 		ft.mu.Unlock()
 	default:
-		return 0, 0, scInvalidOpcode
+		return 0, 0, nvme.StatusInvalidOpcode
 	}
 	return 0, 0, 0
 }
 
 // admin runs an admin command.
-func (s *fakeQueue) admin(sqe []byte) (dw0, dw1 uint32, status uint16) {
-	le := binary.LittleEndian
+func (s *fakeQueue) admin(cmd *nvme.Command) (dw0, dw1 uint32, status nvme.Status) {
 	ft := s.ft
-	switch sqe[0] {
-	case opKeepAlive:
+	switch cmd.Opcode {
+	case nvme.AdminKeepAlive:
 		select {
 		case ft.kas <- struct{}{}:
 		default:
 		}
 		return 0, 0, 0
-	case opSetFeatures:
-		if le.Uint32(sqe[40:])&0xFF != featNumQueues {
-			return 0, 0, scInvalidField
+	case nvme.AdminSetFeatures:
+		f := cmd.Feature()
+		if f.FID != nvme.FeatNumQueues {
+			return 0, 0, nvme.StatusInvalidField
 		}
-		n := min(le.Uint32(sqe[44:])&0xFFFF, 3) // at most 4 queues
-		return n | n<<16, 0, 0
-	case opIdentify:
-		b := make([]byte, identifyLen)
-		switch le.Uint32(sqe[40:]) & 0xFF {
-		case 1:
-			le.PutUint16(b[0:], 0x1b36)
-			copy(b[4:24], "fake-serial         ")
-			copy(b[24:64], "fake controller                         ")
-			copy(b[64:72], "1.0     ")
-			b[77] = ft.mdts
-			b[111] = 1
-			le.PutUint16(b[320:], 100)
-			le.PutUint32(b[516:], 1)
+		n := min(nvme.ParseNumQueues(f.Value).NSQ, 3) // at most 4 queues
+		return nvme.NumQueues{NSQ: n, NCQ: n}.Uint32(), 0, 0
+	case nvme.AdminIdentify:
+		b := make([]byte, nvme.IdentifyLen)
+		switch cmd.Identify().CNS {
+		case nvme.CNSController:
+			id := nvme.Controller{VID: 0x1b36, SN: "fake-serial", MN: "fake controller", FR: "1.0",
+				MDTS: ft.mdts, CNTRLTYPE: nvme.CtrlTypeIO, KAS: 100, NN: 1, VWC: 1, SGLS: 1<<2 | 1,
+				SUBNQN: fakeNQN, IOCCSZ: uint32((sqeLen + ft.inline) / 16), IORCSZ: 1, VER: nvme.Version1_3}
 			if ft.wz {
-				le.PutUint16(b[520:], 1<<3)
+				id.ONCS = 1 << 3
 			}
-			b[525] = 1
-			sgls := uint32(1<<2 | 1)
 			if ft.inline > 0 {
-				sgls |= 1 << 20
+				id.SGLS |= 1 << 20
 			}
-			le.PutUint32(b[536:], sgls)
-			copy(b[768:], "nqn.2024-01.test:fake")
-			le.PutUint32(b[1792:], uint32((sqeLen+ft.inline)/16))
-			le.PutUint32(b[1796:], 1)
-		case 0:
-			if le.Uint32(sqe[4:]) != 1 {
-				break // inactive: all zeroes
-			}
-			le.PutUint64(b[0:], uint64(len(ft.disk)/ft.bs))
-			le.PutUint64(b[8:], uint64(len(ft.disk)/ft.bs))
-			b[128+2] = 9 // LBADS: 512
-		case 2:
-			le.PutUint32(b[0:], 1)
+			id.Encode(b)
+		case nvme.CNSNamespace:
+			if cmd.NSID == 1 {
+				blocks := uint64(len(ft.disk) / ft.bs)
+				ns := nvme.Namespace{NSZE: blocks, NCAP: blocks, NUSE: blocks}
+				ns.LBAF[0].LBADS = 9 // 512-byte blocks
+				ns.Encode(b)
+			} // else inactive: all zeroes
+		case nvme.CNSActiveNSList:
+			nvme.EncodeNSList(b, []uint32{1}, 0)
 		default:
-			return 0, 0, scInvalidField
+			return 0, 0, nvme.StatusInvalidField
 		}
-		if s.push(sqe, b) != nil {
-			return 0, 0, scDataXfer
+		if s.push(cmd, b) != nil {
+			return 0, 0, nvme.StatusDataTransferError
 		}
 		return 0, 0, 0
-	case opGetLogPage:
-		if le.Uint32(sqe[40:])&0xFF != logDiscovery {
-			return 0, 0, scInvalidField
+	case nvme.AdminGetLogPage:
+		g := cmd.GetLogPage()
+		if g.LID != nvme.LogDiscovery {
+			return 0, 0, nvme.StatusInvalidField
 		}
-		numd := int(le.Uint32(sqe[40:])>>16|le.Uint32(sqe[44:])<<16) + 1
-		off := int(le.Uint64(sqe[48:]))
-		log := make([]byte, discoveryHdrLen+2*discoveryEntryLen)
-		le.PutUint64(log[0:], 7)
-		le.PutUint64(log[8:], 2)
-		for i, nqn := range []string{"nqn.2024-01.test:fake", discoveryNQN} {
-			e := log[discoveryHdrLen+i*discoveryEntryLen:]
-			e[0], e[1], e[2] = 1, 1, byte(2+i)
-			le.PutUint16(e[4:], 1)
-			le.PutUint16(e[6:], 0xFFFF)
-			le.PutUint16(e[8:], 32)
-			copy(e[32:64], "4420                            ")
-			copy(e[256:], nqn)
-			copy(e[512:], "127.0.0.1")
+		log := nvme.DiscoveryLog{GENCTR: 7, NUMREC: 2}
+		for i, nqn := range []string{fakeNQN, nvmeof.DiscoveryNQN} {
+			log.Entries = append(log.Entries, nvme.DiscoveryEntry{TRTYPE: nvme.TRTypeRDMA, ADRFAM: nvme.AdrFamIPv4,
+				SUBTYPE: nvme.SubTypeNVM + uint8(i), PORTID: 1, CNTLID: 0xFFFF, ASQSZ: 32, TRSVCID: "4420",
+				SUBNQN: nqn, TRADDR: "127.0.0.1"})
 		}
-		end := min(off+numd*4, len(log))
-		if off > end {
-			off = end
-		}
-		if s.push(sqe, log[off:end]) != nil {
-			return 0, 0, scDataXfer
+		b := make([]byte, log.Len())
+		log.Encode(b)
+		off := min(int(g.Offset), len(b))
+		end := min(off+int(g.Length()), len(b))
+		if s.push(cmd, b[off:end]) != nil {
+			return 0, 0, nvme.StatusDataTransferError
 		}
 		return 0, 0, 0
 	}
-	return 0, 0, scInvalidOpcode
+	return 0, 0, nvme.StatusInvalidOpcode
 }

@@ -2,12 +2,12 @@ package host
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"sync"
 	"testing"
 
 	"github.com/goiwarp/iwarp"
+	"github.com/goiwarp/iwarp/internal/nvme"
 )
 
 // fakeTarget is a small NVMe over RDMA target for the host's tests, driven
@@ -26,11 +26,11 @@ type fakeTarget struct {
 	reject bool          // reject every connection (NVMe status 6, no resources)
 	kas    chan struct{} // a value per Keep Alive served
 
-	mu    sync.Mutex                         // guards the fields below
-	hook  func(qid uint16, sqe []byte) fault // nil: serve everything
+	mu    sync.Mutex                               // guards the fields below
+	hook  func(qid uint16, cmd nvme.Command) fault // nil: serve everything
 	disk  []byte
-	cc    uint32
-	csts  uint32
+	cc    nvme.CC
+	csts  nvme.CSTS
 	qps   []*iwarp.QP
 	inCap int // commands that arrived with in-capsule data
 
@@ -45,7 +45,7 @@ type fault struct {
 	cidXor uint16          // answer with the CID changed so
 	drop   bool            // never answer
 	close  bool            // close the queue's connection instead of answering
-	status uint16          // answer with this status (SCT<<8 | SC)
+	status nvme.Status     // answer with this status
 }
 
 // newFakeTarget listens on loopback; the test's end stops it.
@@ -78,7 +78,7 @@ func (ft *fakeTarget) stop() {
 }
 
 // setHook makes hook decide what the target does with each command.
-func (ft *fakeTarget) setHook(hook func(qid uint16, sqe []byte) fault) {
+func (ft *fakeTarget) setHook(hook func(qid uint16, cmd nvme.Command) fault) {
 	ft.mu.Lock()
 	ft.hook = hook
 	ft.mu.Unlock()
@@ -106,18 +106,22 @@ func (ft *fakeTarget) acceptLoop() {
 
 // serve runs one queue: the RDMA_CM exchange, then its commands in order.
 func (ft *fakeTarget) serve(req *iwarp.ConnRequest) {
-	pd := req.PrivateData()
+	reject := func(sts nvme.CMStatus) {
+		b := make([]byte, nvme.CMRejectLen)
+		r := nvme.CMReject{STS: sts}
+		r.Encode(b)
+		req.Reject(b)
+	}
 	if ft.reject {
-		req.Reject([]byte{0, 0, 6, 0})
+		reject(nvme.CMNoResources)
 		return
 	}
-	if len(pd) < 32 {
-		req.Reject([]byte{0, 0, 1, 0})
+	cr, err := nvme.DecodeCMRequest(req.PrivateData())
+	if err != nil {
+		reject(err.(nvme.CMStatus))
 		return
 	}
-	le := binary.LittleEndian
-	qid, hrq, hsq := le.Uint16(pd[2:]), int(le.Uint16(pd[4:])), int(le.Uint16(pd[6:]))
-	nrecv := hsq + 1
+	qid, hrq, nrecv := cr.QID, int(cr.HRQSIZE), int(cr.HSQSIZE)+1
 	capLen := sqeLen
 	if qid > 0 {
 		capLen += ft.inline
@@ -144,8 +148,8 @@ func (ft *fakeTarget) serve(req *iwarp.ConnRequest) {
 	for i := range nrecv {
 		qp.PostRecv(iwarp.RecvWR{ID: uint64(i), SGL: []iwarp.SGE{rb.SGE(i*capLen, capLen)}})
 	}
-	rep := make([]byte, 32)
-	le.PutUint16(rep[2:], uint16(nrecv))
+	rep := make([]byte, nvme.CMReplyLen)
+	(&nvme.CMReply{CRQSIZE: uint16(nrecv)}).Encode(rep)
 	if err := req.Accept(ft.ctx, qp, &iwarp.ConnOptions{PrivateData: rep}); err != nil {
 		return
 	}
@@ -181,13 +185,16 @@ type fakeQueue struct {
 
 // handle serves one command capsule; false closes the connection.
 func (s *fakeQueue) handle(capsule []byte) bool {
-	sqe := capsule[:sqeLen]
+	cmd, err := nvme.DecodeCommand(capsule)
+	if err != nil {
+		return false
+	}
 	f := fault{}
 	s.ft.mu.Lock()
 	hook := s.ft.hook
 	s.ft.mu.Unlock()
 	if hook != nil {
-		f = hook(s.qid, sqe)
+		f = hook(s.qid, cmd)
 	}
 	switch {
 	case f.close:
@@ -204,38 +211,31 @@ func (s *fakeQueue) handle(capsule []byte) bool {
 	var dw0, dw1 uint32
 	status := f.status
 	if status == 0 {
-		dw0, dw1, status = s.exec(sqe, capsule[sqeLen:])
+		dw0, dw1, status = s.exec(&cmd, capsule[sqeLen:])
 	}
 	s.sqhd++
-	b := s.rsp.Bytes()
-	le := binary.LittleEndian
-	le.PutUint32(b[0:], dw0)
-	le.PutUint32(b[4:], dw1)
-	le.PutUint16(b[8:], s.sqhd)
-	le.PutUint16(b[10:], s.qid)
-	le.PutUint16(b[12:], le.Uint16(sqe[2:])^f.cidXor)
-	le.PutUint16(b[14:], status<<1)
+	r := nvme.Completion{DW0: dw0, DW1: dw1, SQHD: s.sqhd, SQID: s.qid, CID: cmd.CID ^ f.cidXor, Status: status}
+	r.Encode(s.rsp.Bytes())
 	return s.qp.Send(s.ft.ctx, s.rsp.SGE(0, cqeLen)) == nil
 }
 
 // pull fetches a command's host-to-controller data.
-func (s *fakeQueue) pull(sqe, inline []byte) ([]byte, error) {
-	le := binary.LittleEndian
-	if sqe[39] == sglInlineData {
-		n := int(le.Uint32(sqe[32:]))
+func (s *fakeQueue) pull(cmd *nvme.Command, inline []byte) ([]byte, error) {
+	d := cmd.DPTR
+	n := int(d.Length())
+	if kind, _ := d.Classify(); kind == nvme.SGLInCapsule {
 		s.ft.mu.Lock()
 		s.ft.inCap++
 		s.ft.mu.Unlock()
-		if n > len(inline) {
-			return nil, errors.New("short in-capsule data")
+		if d.CheckInCapsule(len(inline)) != 0 {
+			return nil, errors.New("bad in-capsule data")
 		}
-		return inline[:n], nil
+		return inline[d.Address() : d.Address()+uint64(n)], nil
 	}
-	n := int(sqe[32]) | int(sqe[33])<<8 | int(sqe[34])<<16
 	if n > s.data.Len() {
 		return nil, errors.New("too long")
 	}
-	remote := iwarp.RemoteBuffer{STag: le.Uint32(sqe[35:]), TO: le.Uint64(sqe[24:]), Len: uint32(n)}
+	remote := iwarp.RemoteBuffer{STag: d.Key(), TO: d.Address(), Len: uint32(n)}
 	if err := s.qp.Read(s.ft.ctx, s.data.SGE(0, n), remote); err != nil {
 		return nil, err
 	}
@@ -243,16 +243,16 @@ func (s *fakeQueue) pull(sqe, inline []byte) ([]byte, error) {
 }
 
 // push sends p to the host buffer a command's keyed SGL names.
-func (s *fakeQueue) push(sqe, p []byte) error {
-	n := min(len(p), int(sqe[32])|int(sqe[33])<<8|int(sqe[34])<<16)
+func (s *fakeQueue) push(cmd *nvme.Command, p []byte) error {
+	n := min(len(p), int(cmd.DPTR.Length()))
 	copy(s.data.Bytes(), p[:n])
-	return s.pushData(sqe, n)
+	return s.pushData(cmd, n)
 }
 
 // pushData sends the first n bytes of the queue's data buffer to the host
 // buffer a command's keyed SGL names.
-func (s *fakeQueue) pushData(sqe []byte, n int) error {
-	le := binary.LittleEndian
-	remote := iwarp.RemoteBuffer{STag: le.Uint32(sqe[35:]), TO: le.Uint64(sqe[24:]), Len: uint32(n)}
+func (s *fakeQueue) pushData(cmd *nvme.Command, n int) error {
+	d := cmd.DPTR
+	remote := iwarp.RemoteBuffer{STag: d.Key(), TO: d.Address(), Len: uint32(n)}
 	return s.qp.Write(s.ft.ctx, remote, s.data.SGE(0, n))
 }

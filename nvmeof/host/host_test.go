@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/goiwarp/iwarp/internal/leakcheck"
+	"github.com/goiwarp/iwarp/internal/nvme"
 )
 
 func TestMain(m *testing.M) {
@@ -26,7 +27,7 @@ func testCtx(t *testing.T) context.Context {
 // connectFake connects to a fake target's subsystem.
 func connectFake(t *testing.T, ft *fakeTarget, cfg *Config) *Controller {
 	t.Helper()
-	c, err := Connect(testCtx(t), ft.addr, "nqn.2024-01.test:fake", cfg)
+	c, err := Connect(testCtx(t), ft.addr, fakeNQN, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,8 +104,8 @@ func TestConnectIdentifyReadWrite(t *testing.T) {
 	ft.mu.Lock()
 	csts := ft.csts
 	ft.mu.Unlock()
-	if csts&cstsSHST != cstsSHDone {
-		t.Fatalf("CSTS %#x after Close: no normal shutdown", csts)
+	if csts.SHST != nvme.SHSTComplete {
+		t.Fatalf("CSTS %+v after Close: no normal shutdown", csts)
 	}
 	if err := ns.ReadAt(ctx, r, 0); !errors.Is(err, ErrClosed) {
 		t.Fatalf("read after Close: %v", err)

@@ -1,17 +1,13 @@
 package host
 
 import (
-	"bytes"
-	"encoding/binary"
-	"fmt"
 	"time"
+
+	"github.com/goiwarp/iwarp/internal/nvme"
 )
 
-// identifyLen is the size of every Identify data structure.
-const identifyLen = 4096
-
 // ControllerInfo is what a controller reported about itself (Identify
-// Controller, NVMe Base §5.17.2.1, and its properties) and what the
+// Controller, NVMe Base §5.15.2.1, and its properties) and what the
 // association uses.
 type ControllerInfo struct {
 	// ControllerID is the CNTLID the admin Connect returned.
@@ -56,45 +52,26 @@ type ControllerInfo struct {
 	icdoff int // ICDOFF: where in-capsule data starts, in 16-byte units
 }
 
-// parse fills the fields of Identify Controller data b.
-func (in *ControllerInfo) parse(b []byte, regs registers) {
-	le := binary.LittleEndian
-	in.VendorID = le.Uint16(b[0:])
-	in.SerialNumber = ascii(b[4:24])
-	in.ModelNumber = ascii(b[24:64])
-	in.FirmwareRevision = ascii(b[64:72])
-	if mdts := b[77]; mdts > 0 && mdts < 20 {
-		in.MaxDataTransfer = 4096 << mdts
-	}
-	in.Discovery = in.Discovery || b[111] == 2
-	in.KeepAliveGranularity = time.Duration(le.Uint16(b[320:])) * 100 * time.Millisecond
-	in.MaxCommands = int(le.Uint16(b[514:]))
-	in.Namespaces = le.Uint32(b[516:])
-	in.WriteZeroes = le.Uint16(b[520:])&(1<<3) != 0
-	in.VolatileWriteCache = b[525]&1 != 0
-	in.SGLSupport = le.Uint32(b[536:])
-	in.SubsystemNQN = nulTerminated(b[768:1024])
-	if ioccsz := int(le.Uint32(b[1792:])) * 16; in.SGLSupport&(1<<20) != 0 && ioccsz > sqeLen {
+// fill sets the fields Identify Controller data id and the properties give.
+func (in *ControllerInfo) fill(id *nvme.Controller, regs registers) {
+	in.VendorID = id.VID
+	in.SerialNumber, in.ModelNumber, in.FirmwareRevision = id.SN, id.MN, id.FR
+	in.MaxDataTransfer = int(min(id.MaxTransfer(regs.cap.MPSMIN), 1<<30))
+	in.Discovery = in.Discovery || id.CNTRLTYPE == nvme.CtrlTypeDiscovery
+	in.KeepAliveGranularity = time.Duration(id.KAS) * 100 * time.Millisecond
+	in.MaxCommands = int(id.MAXCMD)
+	in.Namespaces = id.NN
+	in.WriteZeroes = id.ONCS&(1<<3) != 0
+	in.VolatileWriteCache = id.VWC&1 != 0
+	in.SGLSupport = id.SGLS
+	in.SubsystemNQN = id.SUBNQN
+	if ioccsz := int(id.IOCCSZ) * 16; id.SGLS&(1<<20) != 0 && ioccsz > sqeLen {
 		in.InCapsuleData = ioccsz - sqeLen
 	}
-	in.icdoff = int(le.Uint16(b[1800:]))
-	vs := regs.vs
-	in.Version = fmt.Sprintf("%d.%d", vs>>16, vs>>8&0xFF)
-	if t := vs & 0xFF; t != 0 {
-		in.Version += fmt.Sprintf(".%d", t)
-	}
+	in.icdoff = int(id.ICDOFF)
+	in.Version = regs.vs.String()
 }
 
-// ascii returns an ASCII field without its space padding (and anything
-// after a NUL).
-func ascii(b []byte) string {
-	return string(bytes.TrimRight(bytes.TrimRight([]byte(nulTerminated(b)), " "), "\x00"))
-}
-
-// nulTerminated returns b up to its first NUL.
-func nulTerminated(b []byte) string {
-	if i := bytes.IndexByte(b, 0); i >= 0 {
-		b = b[:i]
-	}
-	return string(b)
-}
+// Info returns what the controller reported about itself and what the
+// association uses.
+func (c *Controller) Info() ControllerInfo { return c.info }

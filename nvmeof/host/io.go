@@ -3,17 +3,19 @@ package host
 import (
 	"context"
 	"fmt"
+
+	"github.com/goiwarp/iwarp/internal/nvme"
 )
 
 // window is the most commands one ReadAt or WriteAt keeps outstanding
 // when it splits a transfer.
 const window = 8
 
-// rw reads (op opRead) into p or writes p from block lba on, in commands
-// of at most the transfer limit, all on one I/O queue. It starts a command
-// only with a free slot at hand while it has others outstanding (and
-// waits for one only when it has none), so goroutines splitting transfers
-// never hold slots while waiting for each other's.
+// rw reads (op nvme.NVMRead) into p or writes p from block lba on, in
+// commands of at most the transfer limit, all on one I/O queue. It starts
+// a command only with a free slot at hand while it has others outstanding
+// (and waits for one only when it has none), so goroutines splitting
+// transfers never hold slots while waiting for each other's.
 func (n *Namespace) rw(ctx context.Context, op uint8, p []byte, lba uint64) error {
 	bs := n.info.BlockSize
 	if len(p)%bs != 0 {
@@ -82,26 +84,18 @@ func (n *Namespace) rw(ctx context.Context, op uint8, p []byte, lba uint64) erro
 
 // launch sends one read or write of p at lba in slot s.
 func (n *Namespace) launch(ctx context.Context, q *queue, s *slot, op uint8, p []byte, lba uint64) error {
-	putSQEHeader(s.sqe, op, n.info.ID)
-	putCDW(s.sqe, 10, uint32(lba))
-	putCDW(s.sqe, 11, uint32(lba>>32))
-	putCDW(s.sqe, 12, uint32(len(p)/n.info.BlockSize-1))
+	cmd := nvme.RW{SLBA: lba, NLB: uint16(len(p)/n.info.BlockSize - 1)}.Command(op, 0, n.info.ID, nvme.SGL{})
 	var out []byte
-	if op == opWrite {
+	if op == nvme.NVMWrite {
 		out = p
 	}
-	nsge, size, err := q.setData(ctx, s, out, len(p))
-	if err != nil {
-		q.put(s)
-		return err
-	}
-	return q.post(s, nsge, size)
+	return q.launch(ctx, s, &cmd, out, len(p))
 }
 
 // land waits for the command in s and, for a read, copies its data into p.
 func (n *Namespace) land(ctx context.Context, q *queue, s *slot, op uint8, p []byte) error {
 	var in []byte
-	if op == opRead {
+	if op == nvme.NVMRead {
 		in = p
 	}
 	_, err := q.end(ctx, s, in)

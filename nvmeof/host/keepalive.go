@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/goiwarp/iwarp/internal/nvme"
 )
 
 // ticker is how the keep-alive goroutine is paced: a channel of ticks
@@ -54,8 +56,6 @@ func (c *Controller) startKeepAlive() {
 func (c *Controller) keepAlive() error {
 	ctx, cancel := context.WithTimeout(c.ctx, c.s.kato)
 	defer cancel()
-	var sqe [sqeLen]byte
-	putSQEHeader(sqe[:], opKeepAlive, 0)
-	_, err := c.admin.exec(ctx, &sqe, nil, nil)
+	_, err := c.admin.exec(ctx, nvme.Command{Opcode: nvme.AdminKeepAlive}, nil, nil)
 	return err
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/goiwarp/iwarp/internal/nvme"
 )
 
 // manualTicker is a keep-alive ticker the test drives.
@@ -37,9 +39,9 @@ func TestKeepAlive(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A keep-alive that fails fails the controller.
-	ft.setHook(func(qid uint16, sqe []byte) fault {
-		if qid == 0 && sqe[0] == opKeepAlive {
-			return fault{status: scInvalidField}
+	ft.setHook(func(qid uint16, cmd nvme.Command) fault {
+		if qid == 0 && cmd.Opcode == nvme.AdminKeepAlive {
+			return fault{status: nvme.StatusInvalidField}
 		}
 		return fault{}
 	})

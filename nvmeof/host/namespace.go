@@ -2,16 +2,9 @@ package host
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
-)
 
-// NVM command set opcodes (NVM Command Set §3).
-const (
-	opFlush       = 0x00
-	opWrite       = 0x01
-	opRead        = 0x02
-	opWriteZeroes = 0x08
+	"github.com/goiwarp/iwarp/internal/nvme"
 )
 
 // NamespaceInfo is what Identify Namespace (NVM Command Set §4.1.5.1)
@@ -51,34 +44,30 @@ func (c *Controller) Namespace(ctx context.Context, nsid uint32) (*Namespace, er
 	if len(c.io) == 0 {
 		return nil, fmt.Errorf("%w: a discovery controller has no namespaces", ErrNotSupported)
 	}
-	buf := make([]byte, identifyLen)
-	if err := c.identifyCNS(ctx, 0, nsid, buf); err != nil {
+	buf := make([]byte, nvme.IdentifyLen)
+	if err := c.identifyCNS(ctx, nvme.CNSNamespace, nsid, buf); err != nil {
 		return nil, err
 	}
-	le := binary.LittleEndian
-	in := NamespaceInfo{ID: nsid, Blocks: le.Uint64(buf[0:]), Capacity: le.Uint64(buf[8:])}
+	id, err := nvme.DecodeNamespace(buf)
+	if err != nil {
+		return nil, fmt.Errorf("%w: Identify Namespace: %w", ErrProtocol, err)
+	}
+	in := NamespaceInfo{ID: nsid, Blocks: id.NSZE, Capacity: id.NCAP, NGUID: id.NGUID, EUI64: id.EUI64}
 	if in.Blocks == 0 {
 		return nil, fmt.Errorf("%w: namespace %d is not active", ErrNotSupported, nsid)
 	}
-	flbas := int(buf[26]&0xF) | int(buf[26]>>5&3)<<4
-	if flbas > int(buf[25]) || flbas >= 64 {
-		return nil, fmt.Errorf("%w: namespace %d: FLBAS %d beyond its %d formats", ErrProtocol, nsid, flbas, int(buf[25])+1)
+	f := id.FormatIndex()
+	bs := id.BlockSize()
+	if f > int(id.NLBAF) || bs < 512 || bs > 1<<24 {
+		return nil, fmt.Errorf("%w: namespace %d: LBA format %d (of %d) of %d-byte blocks", ErrProtocol, nsid, f, int(id.NLBAF)+1, bs)
 	}
-	f := buf[128+4*flbas:]
-	in.MetadataSize = int(le.Uint16(f[0:]))
-	if lbads := f[2]; lbads >= 9 && lbads <= 24 {
-		in.BlockSize = 1 << lbads
-	} else {
-		return nil, fmt.Errorf("%w: namespace %d: LBADS %d", ErrProtocol, nsid, lbads)
-	}
+	in.BlockSize, in.MetadataSize = int(bs), int(id.LBAF[f].MS)
 	if in.MetadataSize != 0 {
 		return nil, fmt.Errorf("%w: namespace %d has %d bytes of metadata per block", ErrNotSupported, nsid, in.MetadataSize)
 	}
 	if in.BlockSize > c.maxXfer {
 		return nil, fmt.Errorf("%w: namespace %d's blocks (%d bytes) exceed the transfer limit", ErrNotSupported, nsid, in.BlockSize)
 	}
-	copy(in.NGUID[:], buf[104:120])
-	copy(in.EUI64[:], buf[120:128])
 	return &Namespace{c: c, info: in}, nil
 }
 
@@ -88,19 +77,11 @@ func (c *Controller) ActiveNamespaces(ctx context.Context) ([]uint32, error) {
 	if err := c.usable(); err != nil {
 		return nil, err
 	}
-	buf := make([]byte, identifyLen)
-	if err := c.identifyCNS(ctx, 2, 0, buf); err != nil {
+	buf := make([]byte, nvme.IdentifyLen)
+	if err := c.identifyCNS(ctx, nvme.CNSActiveNSList, 0, buf); err != nil {
 		return nil, err
 	}
-	var ids []uint32
-	for i := 0; i+4 <= len(buf); i += 4 {
-		id := binary.LittleEndian.Uint32(buf[i:])
-		if id == 0 {
-			break
-		}
-		ids = append(ids, id)
-	}
-	return ids, nil
+	return nvme.DecodeNSList(nil, buf)
 }
 
 // Info returns what Identify Namespace reported.
@@ -121,7 +102,7 @@ func (n *Namespace) Blocks() uint64 { return n.info.Blocks }
 // error; p may then hold part of the data, and no byte lands in p after
 // ReadAt returned.
 func (n *Namespace) ReadAt(ctx context.Context, p []byte, lba uint64) error {
-	return n.rw(ctx, opRead, p, lba)
+	return n.rw(ctx, nvme.NVMRead, p, lba)
 }
 
 // WriteAt writes p, a whole number of blocks, from block lba on. p is
@@ -129,15 +110,13 @@ func (n *Namespace) ReadAt(ctx context.Context, p []byte, lba uint64) error {
 // outcome). A write that ended with an error may have written any part of
 // p.
 func (n *Namespace) WriteAt(ctx context.Context, p []byte, lba uint64) error {
-	return n.rw(ctx, opWrite, p, lba)
+	return n.rw(ctx, nvme.NVMWrite, p, lba)
 }
 
 // Flush asks the controller to make the namespace's written data
 // non-volatile (Flush command).
 func (n *Namespace) Flush(ctx context.Context) error {
-	var sqe [sqeLen]byte
-	putSQEHeader(sqe[:], opFlush, n.info.ID)
-	return n.simple(ctx, &sqe)
+	return n.simple(ctx, nvme.Command{Opcode: nvme.NVMFlush, NSID: n.info.ID})
 }
 
 // WriteZeroes sets blocks blocks from lba on to zero (Write Zeroes
@@ -152,12 +131,8 @@ func (n *Namespace) WriteZeroes(ctx context.Context, lba, blocks uint64) error {
 	}
 	for blocks > 0 {
 		nb := min(blocks, 1<<16)
-		var sqe [sqeLen]byte
-		putSQEHeader(sqe[:], opWriteZeroes, n.info.ID)
-		putCDW(sqe[:], 10, uint32(lba))
-		putCDW(sqe[:], 11, uint32(lba>>32))
-		putCDW(sqe[:], 12, uint32(nb-1))
-		if err := n.simple(ctx, &sqe); err != nil {
+		cmd := nvme.RW{SLBA: lba, NLB: uint16(nb - 1)}.Command(nvme.NVMWriteZeroes, 0, n.info.ID, nvme.SGL{})
+		if err := n.simple(ctx, cmd); err != nil {
 			return err
 		}
 		lba, blocks = lba+nb, blocks-nb
@@ -166,7 +141,7 @@ func (n *Namespace) WriteZeroes(ctx context.Context, lba, blocks uint64) error {
 }
 
 // simple runs a command without data on the next I/O queue.
-func (n *Namespace) simple(ctx context.Context, sqe *[sqeLen]byte) error {
+func (n *Namespace) simple(ctx context.Context, cmd nvme.Command) error {
 	if err := n.c.usable(); err != nil {
 		return err
 	}
@@ -174,7 +149,7 @@ func (n *Namespace) simple(ctx context.Context, sqe *[sqeLen]byte) error {
 	if err != nil {
 		return err
 	}
-	_, err = q.exec(ctx, sqe, nil, nil)
+	_, err = q.exec(ctx, cmd, nil, nil)
 	return err
 }
 

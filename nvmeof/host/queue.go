@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/goiwarp/iwarp"
+	"github.com/goiwarp/iwarp/internal/nvme"
 )
 
 // queue is one NVMe queue over one iWARP connection (NVMe over Fabrics
@@ -57,7 +58,7 @@ type queue struct {
 // completion is polled (later ones need slots that responses free, and
 // those responses arrive after it completed), so at most 2*nslots-1
 // entries are in use.
-func newQueue(ctx context.Context, c *Controller, qid uint16, entries, inline int) (*queue, error) {
+func newQueue(ctx context.Context, c *Controller, qid uint16, entries, inline int, cntlid uint16) (*queue, error) {
 	nslots, nrecv := entries-1, entries
 	q := &queue{ctrl: c, qid: qid, tokens: make(chan struct{}, nslots), free: make([]*slot, 0, nslots), inline: inline,
 		maxInline: min(c.dev.Attributes().MaxInline, sqeLen+inline),
@@ -89,22 +90,28 @@ func newQueue(ctx context.Context, c *Controller, qid uint16, entries, inline in
 			return nil, err
 		}
 	}
-	opts := &iwarp.ConnOptions{PrivateData: cmRequest(qid, uint16(nrecv), uint16(entries-1)), NoCRC: c.s.noCRC}
+	opts := &iwarp.ConnOptions{PrivateData: cmRequest(qid, uint16(nrecv), uint16(entries-1), cntlid), NoCRC: c.s.noCRC}
 	if err := q.qp.Connect(ctx, "tcp", c.addr, opts); err != nil {
 		var rej *iwarp.RejectedError
 		if errors.As(err, &rej) {
-			return nil, fmt.Errorf("%w: queue %d: %s: %w", ErrRejected, qid, rejectReason(rej.PrivateData), err)
+			reason := "no NVMe status"
+			if r, derr := nvme.DecodeCMReject(rej.PrivateData); derr == nil {
+				reason = r.STS.String()
+			}
+			return nil, fmt.Errorf("%w: queue %d: %s: %w", ErrRejected, qid, reason, err)
 		}
 		return nil, fmt.Errorf("nvmeof: queue %d: %w", qid, err)
 	}
 	// The controller's receive queue may be smaller than asked (the
 	// accept's CRQSIZE): never have more commands outstanding than it
 	// holds, since a Send that finds no receive is fatal on iWARP.
-	if crq, ok := acceptCRQSize(q.qp.Attributes().PeerPrivateData); ok && crq < nslots {
-		if crq < 1 {
+	// (Linux's host ignores the accept's private data; a target that sent
+	// none, or not NVMe's, is taken at its word.)
+	if rep, err := nvme.DecodeCMReply(q.qp.Attributes().PeerPrivateData); err == nil && int(rep.CRQSIZE) < nslots {
+		if rep.CRQSIZE == 0 {
 			return nil, fmt.Errorf("%w: queue %d: the accept's CRQSIZE is 0", ErrProtocol, qid)
 		}
-		nslots = crq
+		nslots = int(rep.CRQSIZE)
 	}
 	q.slots = make([]slot, nslots)
 	cmd := q.cmds.Bytes()
@@ -214,23 +221,24 @@ func (q *queue) complete(c *iwarp.Completion) {
 		return
 	}
 	i := int(c.ID)
-	r := parseCQE(q.rsps.Bytes()[i*cqeLen:])
+	var r nvme.Completion
+	r.Decode(q.rsps.Bytes()[i*cqeLen:]) // cannot fail: the buffer has cqeLen bytes
 	// Post the receive again before the slot can be reused, so that a
 	// receive waits for every command outstanding.
 	if err := q.postRecv(i); err != nil {
 		q.fail(err)
 		return
 	}
-	idx := int(r.cid & cidSlotMask)
+	idx := int(r.CID & cidSlotMask)
 	if idx >= len(q.slots) {
-		q.fail(fmt.Errorf("%w: a response for CID %#x, never used", ErrProtocol, r.cid))
+		q.fail(fmt.Errorf("%w: a response for CID %#x, never used", ErrProtocol, r.CID))
 		return
 	}
 	s := &q.slots[idx]
 	q.mu.Lock()
-	if (s.state != slotInFlight && s.state != slotAbandoned) || s.cid != r.cid || s.answered {
+	if (s.state != slotInFlight && s.state != slotAbandoned) || s.cid != r.CID || s.answered {
 		q.mu.Unlock()
-		q.fail(fmt.Errorf("%w: a response for CID %#x, not outstanding", ErrProtocol, r.cid))
+		q.fail(fmt.Errorf("%w: a response for CID %#x, not outstanding", ErrProtocol, r.CID))
 		return
 	}
 	s.answered, s.res = true, r
@@ -281,30 +289,4 @@ func (q *queue) flushSlots() {
 			q.pushFree(s)
 		}
 	}
-}
-
-// rejectReason describes the private data of an RDMA_CM_REJECT: the record
-// format and the status (NVMe over Fabrics RDMA Transport §3.3, Figure
-// "RDMA_CM_REJECT Private Data Format").
-func rejectReason(pd []byte) string {
-	if len(pd) < 4 {
-		return "no NVMe status"
-	}
-	sts := uint16(pd[2]) | uint16(pd[3])<<8
-	names := map[uint16]string{1: "invalid length", 2: "invalid record format", 3: "invalid queue ID",
-		4: "invalid HSQSIZE", 5: "invalid HRQSIZE", 6: "no resources", 7: "invalid IRD", 8: "invalid ORD",
-		9: "invalid controller ID"}
-	if n, ok := names[sts]; ok {
-		return fmt.Sprintf("status %d (%s)", sts, n)
-	}
-	return fmt.Sprintf("status %d", sts)
-}
-
-// acceptCRQSize returns the CRQSIZE of an RDMA_CM_ACCEPT's private data,
-// and false when the target sent none (Linux's host ignores it).
-func acceptCRQSize(pd []byte) (int, bool) {
-	if len(pd) < 4 || pd[0] != 0 || pd[1] != 0 {
-		return 0, false
-	}
-	return int(uint16(pd[2]) | uint16(pd[3])<<8), true
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/goiwarp/iwarp"
+	"github.com/goiwarp/iwarp/internal/nvme"
 )
 
 // slotState is where a slot is in its life (under its queue's mu).
@@ -29,14 +30,16 @@ type slot struct {
 	done chan struct{} // immutable; capacity 1: the completer's signal that the command ended
 	data *iwarp.MR     // holder's: the data buffer, nil until a command needs one
 	sgl  [2]iwarp.SGE  // holder's: the Send's SGL (the SQE, in-capsule data); sgl[0] immutable
+	op   uint8         // holder's: the opcode of the command posted
+	fct  uint8         // holder's: its FCTYPE, for a Fabrics command
 
-	state    slotState // under q.mu
-	gen      uint16    // under q.mu: bumped for every command, the CID's top bits
-	cid      uint16    // under q.mu: the CID of the command posted
-	refs     int8      // under q.mu: completions still due (the Send's, the response)
-	answered bool      // under q.mu: the response arrived
-	res      cqe       // under q.mu: the response, once answered
-	err      error     // under q.mu: why the command failed without a response
+	state    slotState       // under q.mu
+	gen      uint16          // under q.mu: bumped for every command, the CID's top bits
+	cid      uint16          // under q.mu: the CID of the command posted
+	refs     int8            // under q.mu: completions still due (the Send's, the response)
+	answered bool            // under q.mu: the response arrived
+	res      nvme.Completion // under q.mu: the response, once answered
+	err      error           // under q.mu: why the command failed without a response
 }
 
 // acquire waits for a free slot of q.
@@ -106,11 +109,12 @@ func (q *queue) put(s *slot) {
 // waits for (a capsule not copied at posting); the low bits are the slot.
 const sendRef = 1 << 32
 
-// post sends the command built in s.sqe, with nsge SGEs of s.sgl (the SQE
-// and any in-capsule data, size bytes in all). On error nothing was posted
-// and s is freed. Once post returns nil the caller must wait for the
-// command.
-func (q *queue) post(s *slot, nsge, size int) error {
+// post sends cmd (its DPTR set) in s, with nsge SGEs of s.sgl (the SQE and
+// any in-capsule data, size bytes in all): it gives it the slot's next CID
+// and writes it into the slot's capsule. On error nothing was posted and s
+// is freed. Once post returns nil the caller must wait for the command.
+func (q *queue) post(s *slot, cmd *nvme.Command, nsge, size int) error {
+	s.op, s.fct = cmd.Opcode, cmd.FCType()
 	q.mu.Lock()
 	if err := q.err; err != nil {
 		q.mu.Unlock()
@@ -119,7 +123,9 @@ func (q *queue) post(s *slot, nsge, size int) error {
 	}
 	s.gen++
 	s.cid = s.idx | (s.gen<<cidSlotBits)&^cidSlotMask
-	putCID(s.sqe, s.cid)
+	cmd.CID = s.cid
+	cmd.Flags |= nvme.FlagSGL
+	cmd.Encode(s.sqe) // cannot fail: the slot's capsule has sqeLen bytes
 	s.state, s.refs, s.answered, s.err = slotInFlight, 1, false, nil
 	wr := iwarp.SendWR{ID: uint64(s.idx), Op: iwarp.OpSend, Flags: iwarp.Inline, SGL: s.sgl[:nsge]}
 	if size > q.maxInline {
@@ -153,7 +159,7 @@ func (q *queue) post(s *slot, nsge, size int) error {
 // error with abandoned set: the slot stays out of use, with its buffer,
 // until the controller answers or the queue is torn down, and the
 // completer frees it.
-func (q *queue) wait(ctx context.Context, s *slot) (res cqe, abandoned bool, err error) {
+func (q *queue) wait(ctx context.Context, s *slot) (res nvme.Completion, abandoned bool, err error) {
 	select {
 	case <-s.done:
 	case <-ctx.Done():
@@ -161,7 +167,7 @@ func (q *queue) wait(ctx context.Context, s *slot) (res cqe, abandoned bool, err
 		if s.state == slotInFlight {
 			s.state = slotAbandoned
 			q.mu.Unlock()
-			return cqe{}, true, ctx.Err()
+			return res, true, ctx.Err()
 		}
 		q.mu.Unlock()
 		<-s.done // completed meanwhile: the signal is there
