@@ -16,20 +16,9 @@ func TestCloseWithOutstandingIO(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	const n = 2 // one per queue: the fake target serves a queue's commands in order
-	arrived := make(chan struct{}, n)
-	ft.setHook(func(qid uint16, cmd nvme.Command) fault {
-		if readLBA(qid, cmd) >= 0 {
-			arrived <- struct{}{}
-			return fault{wait: release}
-		}
-		return fault{}
-	})
-	c := connectFake(t, ft, &Config{IOQueues: 2})
+	arrived := holdReads(ft, n, nil, release)
+	c, ns := openFake(t, ft, &Config{IOQueues: 2})
 	ctx := testCtx(t)
-	ns, err := c.Namespace(ctx, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
 	errc := make(chan error, n)
 	for i := range n {
 		go func() { errc <- ns.ReadAt(ctx, make([]byte, 512), uint64(i)) }()

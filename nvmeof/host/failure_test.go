@@ -21,20 +21,9 @@ func readLBA(qid uint16, cmd nvme.Command) int64 {
 func TestTargetDiesMidTransfer(t *testing.T) {
 	ft := newFakeTarget(t, 4096)
 	const n = 6
-	arrived := make(chan struct{}, n)
-	ft.setHook(func(qid uint16, cmd nvme.Command) fault {
-		if readLBA(qid, cmd) >= 0 {
-			arrived <- struct{}{}
-			return fault{drop: true}
-		}
-		return fault{}
-	})
-	c := connectFake(t, ft, &Config{IOQueues: 2})
+	arrived := holdReads(ft, n, nil, nil)
+	c, ns := openFake(t, ft, &Config{IOQueues: 2})
 	ctx := testCtx(t)
-	ns, err := c.Namespace(ctx, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
 	errc := make(chan error, n)
 	for i := range n {
 		go func() { errc <- ns.ReadAt(ctx, make([]byte, 4096), uint64(i*8)) }()
@@ -60,24 +49,20 @@ func TestTargetDiesMidTransfer(t *testing.T) {
 	}
 }
 
-func TestCancelKeepsSlotUntilAnswered(t *testing.T) {
+// oneSlotHoldingBlock0 connects to a fake target with one I/O queue of two
+// entries (a single command slot) that holds the reads of block 0 until
+// release is closed, signalling held for each.
+func oneSlotHoldingBlock0(t *testing.T) (ns *Namespace, release chan struct{}, held <-chan struct{}) {
 	ft := newFakeTarget(t, 4096)
-	release := make(chan struct{})
-	held := make(chan struct{}, 1)
-	ft.setHook(func(qid uint16, cmd nvme.Command) fault {
-		if readLBA(qid, cmd) == 0 {
-			held <- struct{}{}
-			return fault{wait: release}
-		}
-		return fault{}
-	})
-	// One I/O queue of two entries: a single command slot.
-	c := connectFake(t, ft, &Config{IOQueues: 1, QueueSize: 2})
+	release = make(chan struct{})
+	held = holdReads(ft, 1, func(lba int64) bool { return lba == 0 }, release)
+	_, ns = openFake(t, ft, &Config{IOQueues: 1, QueueSize: 2})
+	return ns, release, held
+}
+
+func TestCancelKeepsSlotUntilAnswered(t *testing.T) {
+	ns, release, held := oneSlotHoldingBlock0(t)
 	ctx := testCtx(t)
-	ns, err := c.Namespace(ctx, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := make([]byte, 4096)
 	pattern(want, 9)
 	if err := ns.WriteAt(ctx, want, 64); err != nil {
@@ -109,22 +94,8 @@ func TestCancelKeepsSlotUntilAnswered(t *testing.T) {
 }
 
 func TestCancelWhileWaitingForSlot(t *testing.T) {
-	ft := newFakeTarget(t, 4096)
-	release := make(chan struct{})
-	held := make(chan struct{}, 1)
-	ft.setHook(func(qid uint16, cmd nvme.Command) fault {
-		if readLBA(qid, cmd) == 0 {
-			held <- struct{}{}
-			return fault{wait: release}
-		}
-		return fault{}
-	})
-	c := connectFake(t, ft, &Config{IOQueues: 1, QueueSize: 2})
+	ns, release, held := oneSlotHoldingBlock0(t)
 	ctx := testCtx(t)
-	ns, err := c.Namespace(ctx, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
 	errc := make(chan error, 1)
 	go func() { errc <- ns.ReadAt(ctx, make([]byte, 512), 0) }()
 	<-held
@@ -147,13 +118,9 @@ func TestErrorStatus(t *testing.T) {
 		}
 		return fault{}
 	})
-	c := connectFake(t, ft, &Config{IOQueues: 1})
+	c, ns := openFake(t, ft, &Config{IOQueues: 1})
 	ctx := testCtx(t)
-	ns, err := c.Namespace(ctx, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = ns.ReadAt(ctx, make([]byte, 512), 7)
+	err := ns.ReadAt(ctx, make([]byte, 512), 7)
 	var se *nvmeof.StatusError
 	if !errors.Is(err, nvmeof.ErrLBAOutOfRange) || !errors.As(err, &se) || se.Opcode != nvme.NVMRead || se.QID != 1 {
 		t.Fatalf("read answered with LBA Out of Range: %v (%+v)", err, se)
@@ -174,13 +141,8 @@ func TestResponseForUnknownCommand(t *testing.T) {
 		}
 		return fault{}
 	})
-	c := connectFake(t, ft, &Config{IOQueues: 1})
-	ctx := testCtx(t)
-	ns, err := c.Namespace(ctx, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ns.ReadAt(ctx, make([]byte, 512), 0); !errors.Is(err, ErrFailed) || !errors.Is(err, ErrProtocol) {
+	_, ns := openFake(t, ft, &Config{IOQueues: 1})
+	if err := ns.ReadAt(testCtx(t), make([]byte, 512), 0); !errors.Is(err, ErrFailed) || !errors.Is(err, ErrProtocol) {
 		t.Fatalf("read answered for another CID: %v", err)
 	}
 }

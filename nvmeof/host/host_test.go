@@ -35,6 +35,37 @@ func connectFake(t *testing.T, ft *fakeTarget, cfg *Config) *Controller {
 	return c
 }
 
+// openFake connects to a fake target's subsystem and identifies namespace 1.
+func openFake(t *testing.T, ft *fakeTarget, cfg *Config) (*Controller, *Namespace) {
+	t.Helper()
+	c := connectFake(t, ft, cfg)
+	ns, err := c.Namespace(testCtx(t), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, ns
+}
+
+// holdReads makes the fake target hold the reads whose first block match
+// says (every read for nil) until release is closed, or drop them when it
+// is nil; each read held sends a value on the returned channel (of
+// capacity n).
+func holdReads(ft *fakeTarget, n int, match func(lba int64) bool, release <-chan struct{}) <-chan struct{} {
+	arrived := make(chan struct{}, n)
+	ft.setHook(func(qid uint16, cmd nvme.Command) fault {
+		lba := readLBA(qid, cmd)
+		if lba < 0 || (match != nil && !match(lba)) {
+			return fault{}
+		}
+		arrived <- struct{}{}
+		if release == nil {
+			return fault{drop: true}
+		}
+		return fault{wait: release}
+	})
+	return arrived
+}
+
 // pattern fills p with bytes that differ per block and per seed.
 func pattern(p []byte, seed byte) {
 	for i := range p {
