@@ -164,7 +164,7 @@ func TestSGLClassify(t *testing.T) {
 }
 
 func TestCMPrivateData(t *testing.T) {
-	// Linux's host for I/O queue 1: HRQSIZE 128, HSQSIZE 127, CNTLID 1.
+	// A request for I/O queue 1: HRQSIZE 128, HSQSIZE 127, CNTLID 1.
 	b := unhex(t, "0000 0100 8000 7f00 0100"+strings.Repeat("00", 22))
 	r, err := DecodeCMRequest(b)
 	if err != nil || r != (CMRequest{QID: 1, HRQSIZE: 128, HSQSIZE: 127, CNTLID: 1}) {
@@ -241,5 +241,30 @@ func TestShortBuffers(t *testing.T) {
 	var le *LengthError
 	if _, err := DecodeCommand(nil); !errors.As(err, &le) || le.Need != SQELen {
 		t.Fatalf("%v", err)
+	}
+}
+
+func TestNamesAndCDW(t *testing.T) {
+	for _, c := range []struct{ got, want string }{
+		{OpcodeName(AdminIdentify, true), "Identify"},
+		{OpcodeName(NVMRead, false), "Read"},
+		{OpcodeName(0x7e, true), "opcode 0x7e"},
+		{FCTypeName(FCTypeConnect), "Connect"},
+		{FeatureName(FeatKeepAlive), "Keep Alive Timer"},
+		{LogName(0x42), "log page 0x42"},
+		{StatusConnectInvalidParameters.String(), "Connect Invalid Parameters"},
+		{StatusInvalidNamespace.WithDNR().String(), "Invalid Namespace or Format (DNR)"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%q, want %q", c.got, c.want)
+		}
+	}
+	var c Command
+	for n := 10; n <= 15; n++ {
+		c.SetCDW(n, uint32(n))
+	}
+	c.SetCDW(9, 99)
+	if c.CDW10 != 10 || c.CDW15 != 15 || c.CDW(12) != 12 || c.CDW(16) != 0 {
+		t.Fatalf("%+v", c)
 	}
 }

@@ -19,7 +19,7 @@ type CMRequest struct {
 	QID     uint16 // the queue: 0 the admin queue
 	HRQSIZE uint16 // host receive queue size: responses the host can take at once (1's based)
 	HSQSIZE uint16 // host send queue size, 0's based (the Connect's SQSIZE)
-	CNTLID  uint16 // I/O queues: the controller's ID (Linux sends it; the spec reserves it)
+	CNTLID  uint16 // I/O queues: the controller's ID (bytes 9:8; reserved in RDMA Transport 1.0, Linux 6.1 sends 0)
 }
 
 // DecodeCMRequest reads a host's request private data. It needs the
@@ -133,7 +133,7 @@ const (
 	CMNoResources    CMStatus = 0x06 // no resources
 	CMInvalidIRD     CMStatus = 0x07 // invalid IRD
 	CMInvalidORD     CMStatus = 0x08 // invalid ORD
-	CMInvalidCNTLID  CMStatus = 0x09 // invalid controller ID (Linux)
+	CMInvalidCNTLID  CMStatus = 0x09 // invalid CNTLID (later than RDMA Transport 1.0)
 )
 
 var cmStatusNames = [...]string{

@@ -138,37 +138,34 @@ func (c Command) DataDirection() Direction {
 
 // SetCDW sets command dword n, 10 to 15; other n are ignored.
 func (c *Command) SetCDW(n int, v uint32) {
-	switch n {
-	case 10:
-		c.CDW10 = v
-	case 11:
-		c.CDW11 = v
-	case 12:
-		c.CDW12 = v
-	case 13:
-		c.CDW13 = v
-	case 14:
-		c.CDW14 = v
-	case 15:
-		c.CDW15 = v
+	if p := c.cdw(n); p != nil {
+		*p = v
 	}
 }
 
 // CDW returns command dword n, 10 to 15, or 0 for other n.
-func (c Command) CDW(n int) uint32 {
-	switch n {
-	case 10:
-		return c.CDW10
-	case 11:
-		return c.CDW11
-	case 12:
-		return c.CDW12
-	case 13:
-		return c.CDW13
-	case 14:
-		return c.CDW14
-	case 15:
-		return c.CDW15
+func (c *Command) CDW(n int) uint32 {
+	if p := c.cdw(n); p != nil {
+		return *p
 	}
 	return 0
+}
+
+// cdw returns the field of command dword n, or nil.
+func (c *Command) cdw(n int) *uint32 {
+	switch n {
+	case 10:
+		return &c.CDW10
+	case 11:
+		return &c.CDW11
+	case 12:
+		return &c.CDW12
+	case 13:
+		return &c.CDW13
+	case 14:
+		return &c.CDW14
+	case 15:
+		return &c.CDW15
+	}
+	return nil
 }

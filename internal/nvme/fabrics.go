@@ -34,10 +34,7 @@ var fctypeNames = map[uint8]string{
 
 // FCTypeName names a Fabrics command type, or "fctype 0xNN".
 func FCTypeName(t uint8) string {
-	if s, ok := fctypeNames[t]; ok {
-		return s
-	}
-	return "fctype 0x" + hex2(t)
+	return nameOr(fctypeNames, t, "fctype")
 }
 
 // FCType returns a Fabrics command's FCTYPE (byte 4).

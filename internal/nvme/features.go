@@ -43,10 +43,7 @@ var featureNames = map[uint8]string{
 
 // FeatureName names a feature identifier, or "feature 0xNN".
 func FeatureName(fid uint8) string {
-	if s, ok := featureNames[fid]; ok {
-		return s
-	}
-	return "feature 0x" + hex2(fid)
+	return nameOr(featureNames, fid, "feature")
 }
 
 // NumQueues is the value of the Number of Queues feature (NVMe Base 1.4

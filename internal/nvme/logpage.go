@@ -40,10 +40,7 @@ var logNames = map[uint8]string{
 
 // LogName names a log page identifier, or "log page 0xNN".
 func LogName(lid uint8) string {
-	if s, ok := logNames[lid]; ok {
-		return s
-	}
-	return "log page 0x" + hex2(lid)
+	return nameOr(logNames, lid, "log page")
 }
 
 // SMARTLog is the SMART / Health Information log page (NVMe Base 1.4

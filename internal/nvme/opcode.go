@@ -77,14 +77,19 @@ var nvmNames = map[uint8]string{
 // OpcodeName names an opcode of the admin command set (admin true) or
 // of the NVM command set; an unknown opcode is "opcode 0xNN".
 func OpcodeName(op uint8, admin bool) string {
-	names := nvmNames
 	if admin {
-		names = adminNames
+		return nameOr(adminNames, op, "opcode")
 	}
-	if s, ok := names[op]; ok {
+	return nameOr(nvmNames, op, "opcode")
+}
+
+// nameOr returns names[v], or what followed by v in hexadecimal
+// ("opcode 0x7e") when names has no entry for v.
+func nameOr(names map[uint8]string, v uint8, what string) string {
+	if s, ok := names[v]; ok {
 		return s
 	}
-	return "opcode 0x" + hex2(op)
+	return what + " 0x" + hex2(v)
 }
 
 // hex2 formats v as two lower-case hexadecimal digits.

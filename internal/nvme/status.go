@@ -102,9 +102,8 @@ const (
 	StatusConnectInvalidParameters  Status = 0x182 // Connect: Connect Invalid Parameters
 	StatusConnectRestartDiscovery   Status = 0x183 // Connect: Connect Restart Discovery
 	StatusConnectInvalidHost        Status = 0x184 // Connect: Connect Invalid Host
-	StatusInvalidQueueType          Status = 0x185 // Connect: Invalid Queue Type (NVMe-oF 1.1a)
-	StatusDiscoverRestart           Status = 0x190 // Discover Restart
-	StatusAuthRequired              Status = 0x191 // Authentication Required
+	StatusDiscoverRestart           Status = 0x190 // Discover Restart (NVMe 2.0)
+	StatusAuthRequired              Status = 0x191 // Authentication Required (NVMe 2.0)
 
 	StatusConflictingAttributes Status = 0x180 // NVM commands: Conflicting Attributes
 	StatusInvalidProtectionInfo Status = 0x181 // NVM commands: Invalid Protection Information
@@ -185,7 +184,6 @@ var statusNames = map[Status]string{
 	StatusConnectInvalidParameters:  "Connect Invalid Parameters",
 	StatusConnectRestartDiscovery:   "Connect Restart Discovery",
 	StatusConnectInvalidHost:        "Connect Invalid Host",
-	StatusInvalidQueueType:          "Invalid Queue Type",
 	StatusDiscoverRestart:           "Discover Restart", StatusAuthRequired: "Authentication Required",
 
 	StatusWriteFault: "Write Fault", StatusUnrecoveredReadError: "Unrecovered Read Error",
