@@ -2,9 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"net"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/goiwarp/iwarp"
+	"github.com/goiwarp/iwarp/nvmeof/target"
 )
 
 // TestNvmfHostFlags: bad flags exit 2 having done nothing; -h exits 0.
@@ -79,4 +84,63 @@ func TestNvmfPrintLoad(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
+}
+
+// startNvmfTarget serves an in-process nvmeof/target of size bytes on
+// loopback until the test ends and returns its port and NQN.
+func startNvmfTarget(t *testing.T, size int64) (port, nqn string) {
+	t.Helper()
+	b, err := target.NewMemoryBackend(size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nqn = "nqn.2024-01.test:cli"
+	tg, err := target.New(&target.Config{NQN: nqn, Backend: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := iwarp.Listen("tcp", "127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tg.Serve(ctx, ln)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		tg.Close()
+		ln.Close()
+		<-done
+	})
+	_, port, _ = net.SplitHostPort(ln.Addr().String())
+	return port, nqn
+}
+
+// TestNvmfHostEndToEnd: identify, discovery, -verify and a short -rw
+// against an in-process target.
+func TestNvmfHostEndToEnd(t *testing.T) {
+	port, nqn := startNvmfTarget(t, 4<<20)
+	runExitCases(t, []exitCase{
+		{name: "identify", args: []string{"nvmf-host", "-p", port, "-nqn", nqn}, code: exitOK,
+			out: "namespace 1: 8192 blocks of 512 bytes (4.00 MiB)"},
+		{name: "discovery", args: []string{"nvmf-host", "-p", port}, code: exitOK,
+			out: "subnqn:  " + nqn},
+		{name: "verify", args: []string{"nvmf-host", "-p", port, "-nqn", nqn, "-verify", "600", "-lba", "10"}, code: exitOK,
+			out: "verify: 600 blocks of 512 bytes from block 10 written, read back and compared: all match"},
+		{name: "verify past the end", args: []string{"nvmf-host", "-p", port, "-nqn", nqn, "-verify", "10", "-lba", "8190"},
+			code: exitFail, errOut: "the namespace has 8192 blocks"},
+		{name: "randread", args: []string{"nvmf-host", "-p", port, "-nqn", nqn, "-rw", "randread", "-bs", "4k", "-qd", "4", "-d", "200ms"},
+			code: exitOK, out: "read: IOPS="},
+		{name: "write", args: []string{"nvmf-host", "-p", port, "-nqn", nqn, "-rw", "write", "-bs", "128k", "-qd", "2", "-d", "200ms"},
+			code: exitOK, out: "write: IOPS="},
+		{name: "no such namespace", args: []string{"nvmf-host", "-p", port, "-nqn", nqn, "-ns", "9"}, code: exitFail,
+			errOut: "namespace 9"},
+		{name: "no such subsystem", args: []string{"nvmf-host", "-p", port, "-nqn", "nqn.2024-01.test:none"}, code: exitFail,
+			errOut: "connect to"},
+		{name: "load of the discovery controller", args: []string{"nvmf-host", "-p", port, "-rw", "read"}, code: exitFail,
+			errOut: "discovery controller"},
+	})
 }
