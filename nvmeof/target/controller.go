@@ -35,7 +35,7 @@ type controller struct {
 	cc        uint32
 	csts      uint32
 	kato      time.Duration     // 0: no keep-alive timeout
-	timer     *time.Timer       // fires expire after kato without a Keep Alive
+	stopTimer func() bool       // stops the timer firing expire after kato without a Keep Alive; nil: none
 	katoGen   uint64            // counts re-arms: a timer that fired late for an old arming does nothing
 	io        map[uint16]*queue // connected I/O queues by QID
 	numQueues int               // I/O queues granted by Set Features, 0 until then
@@ -100,8 +100,9 @@ func (c *controller) teardown() {
 	c.t.mu.Unlock()
 	c.mu.Lock()
 	c.gone = true
-	if c.timer != nil {
-		c.timer.Stop()
+	c.katoGen++
+	if c.stopTimer != nil {
+		c.stopTimer()
 	}
 	qs := make([]*queue, 0, len(c.io))
 	for _, q := range c.io {
@@ -147,6 +148,10 @@ func (c *controller) ioQueuesAllowed() int {
 	return c.t.s.maxIOQueues
 }
 
+// afterFunc is time.AfterFunc returning the timer's Stop: the only
+// timer of the target (tests replace it through Target.afterFunc).
+func afterFunc(d time.Duration, f func()) (stop func() bool) { return time.AfterFunc(d, f).Stop }
+
 // setKATO sets the keep-alive timeout and (re)arms the timer; 0 disarms
 // it. KATO is rounded up to the KAS granularity (NVMe Base 1.4 §7.12.1).
 func (c *controller) setKATO(kato time.Duration) {
@@ -170,23 +175,23 @@ func (c *controller) keepAlive() {
 // armLocked (re)starts the timer for c.kato; mu held.
 func (c *controller) armLocked() {
 	c.katoGen++
-	if c.timer != nil {
-		c.timer.Stop()
-		c.timer = nil
+	if c.stopTimer != nil {
+		c.stopTimer()
+		c.stopTimer = nil
 	}
 	if c.kato <= 0 || c.gone {
 		return
 	}
 	gen := c.katoGen
-	c.timer = time.AfterFunc(c.kato, func() { c.expire(gen) })
+	c.stopTimer = c.t.afterFunc(c.kato, func() { c.expire(gen) })
 }
 
 // stopKeepAlive disarms the timer (Target.Close).
 func (c *controller) stopKeepAlive() {
 	c.mu.Lock()
 	c.katoGen++
-	if c.timer != nil {
-		c.timer.Stop()
+	if c.stopTimer != nil {
+		c.stopTimer()
 	}
 	c.mu.Unlock()
 }

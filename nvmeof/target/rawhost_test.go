@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"net"
 	"testing"
 	"time"
 
@@ -32,6 +33,13 @@ type testTarget struct {
 // given); the test's end closes it.
 func newTestTarget(t *testing.T, size int64, cfg *Config) *testTarget {
 	t.Helper()
+	return newTestTargetHook(t, size, cfg, nil)
+}
+
+// newTestTargetHook is newTestTarget calling hook, if not nil, before
+// the target serves.
+func newTestTargetHook(t *testing.T, size int64, cfg *Config, hook func(*Target)) *testTarget {
+	t.Helper()
 	be, err := NewMemoryBackend(size)
 	if err != nil {
 		t.Fatal(err)
@@ -48,6 +56,9 @@ func newTestTarget(t *testing.T, size int64, cfg *Config) *testTarget {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if hook != nil {
+		hook(tg)
+	}
 	ln, err := iwarp.Listen("tcp", "127.0.0.1:0", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +66,7 @@ func newTestTarget(t *testing.T, size int64, cfg *Config) *testTarget {
 	done := make(chan error, 1)
 	go func() { done <- tg.Serve(context.Background(), ln) }()
 	t.Cleanup(func() {
-		if err := tg.Close(); err != nil {
+		if err := tg.Close(); err != nil && !errors.Is(err, ErrClosed) {
 			t.Errorf("Close: %v", err)
 		}
 		if err := <-done; !errors.Is(err, ErrClosed) {
@@ -305,3 +316,13 @@ func ioQueue(t *testing.T, addr string, qid, cntlid uint16) *rawHost {
 
 // le is the byte order of every NVMe field.
 var le = binary.LittleEndian
+
+// splitAddr splits a listener's address into host and port.
+func splitAddr(t *testing.T, addr string) (string, string) {
+	t.Helper()
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, p
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/goiwarp/iwarp"
 )
@@ -29,6 +30,9 @@ type Target struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the goroutines of Serve and of every queue
 	stats  ioStats
+	// afterFunc starts the keep-alive timers (afterFunc; tests set a fake
+	// before Serve).
+	afterFunc func(d time.Duration, f func()) (stop func() bool)
 
 	mu     sync.Mutex // guards the fields below
 	closed bool
@@ -46,7 +50,7 @@ func New(cfg *Config) (*Target, error) {
 		return nil, err
 	}
 	t := &Target{s: s, ids: newNSIdentity(s.nqn), dev: cfg.Device, log: cfg.Logger,
-		ctrls: map[uint16]*controller{}, nextID: 1, queues: map[*queue]struct{}{}}
+		ctrls: map[uint16]*controller{}, nextID: 1, queues: map[*queue]struct{}{}, afterFunc: afterFunc}
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
 	}
