@@ -48,7 +48,7 @@ a bad flag.`
 // nvmfHostFlags are the flags of "iwarp nvmf-host".
 type nvmfHostFlags struct {
 	*cmdFlags
-	addr, nqn, hostNQN, rw, bs string
+	addr, nqn, hostNQN, rw, bs, cpuProfile string
 	port, queues, qsize, ns    int
 	verify, qd                 int
 	lba                        uint64
@@ -73,6 +73,7 @@ func newNvmfHostFlags(stdout, stderr io.Writer) *nvmfHostFlags {
 	f.StringVar(&f.bs, "bs", "4k", "-rw: bytes per I/O (a multiple of the block size; suffixes k, m)")
 	f.IntVar(&f.qd, "qd", 32, "-rw: I/Os in flight")
 	f.DurationVar(&f.dur, "d", 10*time.Second, "-rw: how long the load runs")
+	f.StringVar(&f.cpuProfile, "cpuprofile", "", "-rw: write a CPU profile of the load to `FILE`")
 	f.DurationVar(&f.timeout, "timeout", 10*time.Second, "bound `D` on connecting (and on each step outside the load)")
 	return f
 }

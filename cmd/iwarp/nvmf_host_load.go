@@ -40,6 +40,13 @@ func (f *nvmfHostFlags) runLoad(ctx context.Context, c *host.Controller, ns *hos
 	if span == 0 {
 		return f.fail("-bs %s: larger than the namespace", f.bs)
 	}
+	if f.cpuProfile != "" {
+		stop, err := startCPUProfile(f.cpuProfile)
+		if err != nil {
+			return f.fail("-cpuprofile: %v", err)
+		}
+		defer stop()
+	}
 	ctx, cancel := context.WithTimeout(ctx, f.dur)
 	defer cancel()
 	var next atomic.Uint64 // the next sequential extent
