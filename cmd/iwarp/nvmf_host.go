@@ -49,12 +49,12 @@ a bad flag.`
 type nvmfHostFlags struct {
 	*cmdFlags
 	addr, nqn, hostNQN, rw, bs, cpuProfile string
-	port, queues, qsize, ns    int
-	verify, qd                 int
-	lba                        uint64
-	dur, timeout               time.Duration
-	noCRC                      bool
-	bsBytes                    int
+	port, queues, qsize, ns                int
+	verify, qd                             int
+	lba                                    uint64
+	dur, timeout                           time.Duration
+	noCRC                                  bool
+	bsBytes                                int
 }
 
 func newNvmfHostFlags(stdout, stderr io.Writer) *nvmfHostFlags {
