@@ -65,11 +65,9 @@ func (q *queue) lookup(cmd *nvme.Command) (*handler, nvme.Status) {
 	return h, nvme.StatusSuccess
 }
 
-// execKeepAlive restarts the keep-alive timer (NVMe Base 1.4 §5.25).
-func execKeepAlive(q *queue, c *command) nvme.Status {
-	q.ctrl.keepAlive()
-	return nvme.StatusSuccess
-}
+// execKeepAlive answers Keep Alive (NVMe Base 1.4 §5.25); onCapsule
+// restarted the timer.
+func execKeepAlive(q *queue, c *command) nvme.Status { return nvme.StatusSuccess }
 
 // execAsyncEvent holds an Asynchronous Event Request until an event
 // (NVMe Base 1.4 §5.2). The target has no event to report (its one

@@ -53,46 +53,50 @@ func (ft *fakeTimers) afterFunc(d time.Duration, f func()) func() bool {
 	return func() bool { return true }
 }
 
-// next returns the next arming.
-func (ft *fakeTimers) next(t *testing.T) fakeTimer {
+// last returns the latest arming, after those of the commands answered
+// so far (a command re-arms the timer before it is answered).
+func (ft *fakeTimers) last(t *testing.T) fakeTimer {
 	t.Helper()
-	select {
-	case a := <-ft.armed:
-		return a
-	case <-time.After(20 * time.Second):
-		t.Fatal("the keep-alive timer was not armed")
+	var a fakeTimer
+	for {
+		select {
+		case a = <-ft.armed:
+		default:
+			if a.f == nil {
+				t.Fatal("the keep-alive timer was not armed")
+			}
+			return a
+		}
 	}
-	return fakeTimer{}
 }
 
-// TestKeepAliveTimeout: KATO arms the timer at Connect and each Keep
-// Alive re-arms it; a timer that fires for an earlier arming does
+// TestKeepAliveTimeout: KATO arms the timer at Connect and each admin
+// command re-arms it; a timer that fires for an earlier arming does
 // nothing; the current one tears the controller and its queues down.
 func TestKeepAliveTimeout(t *testing.T) {
-	ft := &fakeTimers{armed: make(chan fakeTimer, 16)}
+	ft := &fakeTimers{armed: make(chan fakeTimer, 64)}
 	tt := newTestTargetHook(t, 1<<20, nil, func(tg *Target) { tg.afterFunc = ft.afterFunc })
 	h := mustDial(t, tt.addr, 0, nil)
 	rc := h.connect(testNQN, nvme.CNTLIDDynamic, 31, 1250, false)
 	wantStatus(t, "Connect", rc.Status, nvme.StatusSuccess)
-	first := ft.next(t)
+	first := ft.last(t)
 	if first.d != 1300*time.Millisecond {
 		t.Errorf("KATO armed for %v, want 1.3s (1250 ms rounded up to KAS)", first.d)
 	}
 	wantStatus(t, "CC.EN", h.propSet(nvme.PropCC, nvme.CC{EN: true, IOSQES: 6, IOCQES: 4}.Uint32()), nvme.StatusSuccess)
 	q := ioQueue(t, tt.addr, 1, nvme.ParseConnectResponse(rc.DW0).CNTLID)
 	stillServes(t, h)
-	second := ft.next(t)
-	first.f() // late: the Keep Alive re-armed the timer
+	second := ft.last(t)
+	first.f() // late: later commands re-armed the timer
 	stillServes(t, h)
-	ft.next(t)
 	rc = h.exec(nvme.Feature{FID: nvme.FeatKeepAlive}.GetCommand(0, 0), nil)
 	if !rc.Status.Success() || rc.DW0 != 1300 {
 		t.Errorf("Get Features KATO: %d (%v)", rc.DW0, rc.Status)
 	}
 	second.f() // stale too
 	stillServes(t, h)
-	last := ft.next(t)
-	last.f() // no Keep Alive within KATO
+	last := ft.last(t)
+	last.f() // nothing within KATO
 	wantGone(t, h, "the admin queue after KATO")
 	wantGone(t, q, "the I/O queue after KATO")
 }

@@ -245,6 +245,12 @@ func (q *queue) onCapsule(ri, n int) {
 	c.h, c.in, c.out, c.outLen, c.remote, c.inv = nil, nil, nil, 0, iwarp.RemoteBuffer{}, 0
 	q.consumed++
 	q.outstanding++
+	if q.qid == nvme.AdminQID && q.ctrl != nil {
+		// Any admin command restarts the keep-alive timer, not only Keep
+		// Alive (as Linux's target does for a host that is busy setting
+		// the controller up before its first Keep Alive).
+		q.ctrl.keepAlive()
+	}
 	q.start(c, capsule[nvme.SQELen:], ri)
 }
 
