@@ -148,7 +148,6 @@ func (q *queue) grow(c *command, n int) error {
 // dataIn runs the command when it has arrived.
 func (q *queue) fetch(c *command) {
 	if q.dead {
-		q.answered()
 		q.put(c)
 		return
 	}
@@ -181,7 +180,6 @@ func (q *queue) finish(c *command, st nvme.Status) {
 // if it read any), with Send with Invalidate when the host asked for its
 // key to be invalidated (NVMe over Fabrics RDMA Transport 1.0 §3.4).
 func (q *queue) respond(c *command, st nvme.Status) {
-	q.answered()
 	if q.dead {
 		q.put(c)
 		return

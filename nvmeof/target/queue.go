@@ -29,15 +29,14 @@ type queue struct {
 	rsp    *iwarp.MR // a response capsule per command context
 	local  string    // the connection's local address (the discovery log's)
 
-	cmds        []*command // contexts made so far, at most maxCmds
-	free        []*command // contexts not in use
-	maxCmds     int
-	outstanding int    // commands received and not yet answered (held AERs included)
-	consumed    uint32 // commands taken from the submission queue, for SQHD
-	dead        bool   // the queue is being torn down: run returns
-	sgl         [1]iwarp.SGE
-	ranges      []nvme.DSMRange // Dataset Management's, reused
-	comps       [32]iwarp.Completion
+	cmds     []*command // contexts made so far, at most maxCmds
+	free     []*command // contexts not in use
+	maxCmds  int
+	consumed uint32 // commands taken from the submission queue, for SQHD
+	dead     bool   // the queue is being torn down: run returns
+	sgl      [1]iwarp.SGE
+	ranges   []nvme.DSMRange // Dataset Management's, reused
+	comps    [32]iwarp.Completion
 
 	// Set by Connect.
 	ctrl   *controller
@@ -244,7 +243,6 @@ func (q *queue) onCapsule(ri, n int) {
 	c.cqe = nvme.Completion{CID: c.cmd.CID}
 	c.h, c.in, c.out, c.outLen, c.remote, c.inv = nil, nil, nil, 0, iwarp.RemoteBuffer{}, 0
 	q.consumed++
-	q.outstanding++
 	if q.qid == nvme.AdminQID && q.ctrl != nil {
 		// Any admin command restarts the keep-alive timer, not only Keep
 		// Alive (as Linux's target does for a host that is busy setting
@@ -253,6 +251,3 @@ func (q *queue) onCapsule(ri, n int) {
 	}
 	q.start(c, capsule[nvme.SQELen:], ri)
 }
-
-// answered counts a command answered (or dropped with its queue).
-func (q *queue) answered() { q.outstanding-- }
