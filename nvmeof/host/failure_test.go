@@ -3,7 +3,9 @@ package host
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/goiwarp/iwarp"
 	"github.com/goiwarp/iwarp/internal/nvme"
@@ -154,6 +156,32 @@ func TestConnectRejected(t *testing.T) {
 	var rej *iwarp.RejectedError
 	if !errors.Is(err, ErrRejected) || !errors.As(err, &rej) {
 		t.Fatalf("Connect to a target that rejects: %v", err)
+	}
+}
+
+func TestConnectIOQueueRejected(t *testing.T) {
+	ft := newFakeTarget(t, 64)
+	ft.rejectIO = true
+	_, err := Connect(testCtx(t), ft.addr, fakeNQN, nil)
+	if !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "queue 1") {
+		t.Fatalf("Connect whose I/O queue is rejected: %v", err)
+	}
+}
+
+// TestConnectBoundedByContext: a target that never answers the admin
+// queue's first Property Get cannot hold Connect past its context.
+func TestConnectBoundedByContext(t *testing.T) {
+	ft := newFakeTarget(t, 64)
+	ft.setHook(func(qid uint16, cmd nvme.Command) fault {
+		if cmd.Opcode == nvme.AdminFabrics && cmd.FCType() == nvme.FCTypePropertyGet {
+			return fault{drop: true}
+		}
+		return fault{}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := Connect(ctx, ft.addr, fakeNQN, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Connect to a target that stops answering: %v", err)
 	}
 }
 

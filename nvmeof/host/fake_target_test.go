@@ -14,17 +14,18 @@ import (
 // by raw capsules: one controller, one RAM namespace, a discovery log, and
 // hooks to make it misbehave.
 type fakeTarget struct {
-	t      *testing.T
-	ln     *iwarp.Listener
-	dev    *iwarp.Device
-	pd     *iwarp.PD
-	addr   string
-	bs     int           // the namespace's block size
-	inline int           // in-capsule data offered on I/O queues (0: none)
-	mdts   uint8         // MDTS reported
-	wz     bool          // Write Zeroes supported
-	reject bool          // reject every connection (NVMe status 6, no resources)
-	kas    chan struct{} // a value per Keep Alive served
+	t        *testing.T
+	ln       *iwarp.Listener
+	dev      *iwarp.Device
+	pd       *iwarp.PD
+	addr     string
+	bs       int           // the namespace's block size
+	inline   int           // in-capsule data offered on I/O queues (0: none)
+	mdts     uint8         // MDTS reported
+	wz       bool          // Write Zeroes supported
+	reject   bool          // reject every connection (NVMe status 6, no resources)
+	rejectIO bool          // reject the I/O queues' connections
+	kas      chan struct{} // a value per Keep Alive served
 
 	mu    sync.Mutex                               // guards the fields below
 	hook  func(qid uint16, cmd nvme.Command) fault // nil: serve everything
@@ -122,6 +123,10 @@ func (ft *fakeTarget) serve(req *iwarp.ConnRequest) {
 		return
 	}
 	qid, hrq, nrecv := cr.QID, int(cr.HRQSIZE), int(cr.HSQSIZE)+1
+	if ft.rejectIO && qid > 0 {
+		reject(nvme.CMNoResources)
+		return
+	}
 	capLen := sqeLen
 	if qid > 0 {
 		capLen += ft.inline
