@@ -85,6 +85,16 @@ func execGetFeatures(q *queue, c *command) nvme.Status {
 	case nvme.FeatHostID:
 		copy(c.out, ctrl.hostID[:])
 		c.outLen = 16
+	case nvme.FeatTempThreshold:
+		// The composite sensor's over-temperature threshold (TMPSEL 0,
+		// THSEL 0) is kept; the others read as 0 (NVMe Base 1.4 §5.21.1.4).
+		if f.Value>>16&0x3F == 0 {
+			v := ctrl.feat[f.FID]
+			if def {
+				v = plainFeatures[f.FID]
+			}
+			c.cqe.DW0 = v & 0xFFFF
+		}
 	default:
 		v := ctrl.feat[f.FID]
 		if def {
@@ -134,8 +144,8 @@ func execSetFeatures(q *queue, c *command) nvme.Status {
 		}
 		ctrl.feat[f.FID] = f.Value & 0xFF
 	case nvme.FeatTempThreshold:
-		if f.Value>>16&0x3F == 0 { // the composite temperature's threshold (TMPSEL 0)
-			ctrl.feat[f.FID] = f.Value & 0x3FFFFF
+		if f.Value>>16&0x3F == 0 { // the composite sensor's over-temperature threshold
+			ctrl.feat[f.FID] = f.Value & 0xFFFF
 		}
 	default:
 		ctrl.feat[f.FID] = f.Value
