@@ -348,9 +348,9 @@ run_case() {
       port="" ;;
     nvmf-kernel-host-*)
       local srv
-      timeout 300 "$IW" nvmf-target -a 127.0.0.1:$hostport -nqn "$NVMF_NQN" -size 64MiB $ours_flags >"$dir/ours.log" 2>&1 &
+      timeout 300 "$IW" nvmf-target -a 127.0.0.1:$hostport -nqn "$NVMF_NQN" -size 64m -v $ours_flags >"$dir/ours.log" 2>&1 &
       srv=$!
-      for _ in $(seq 1 50); do grep -q -i listen "$dir/ours.log" && break; sleep 0.2; done
+      for _ in $(seq 1 50); do grep -q "$NVMF_SERVING" "$dir/ours.log" && break; sleep 0.2; done
       capture_start $hostport "$dir/session.pcapng"
       guest_submit "$id" ". /mnt/host/nvmf-guest.sh; nvmf_guest_kernel_host 10.0.2.2 $hostport $NVMF_NQN"
       rc=$(guest_wait "$id" 180)
