@@ -107,14 +107,14 @@ func (c Command) Feature() Feature {
 // GetCommand returns a Get Features command for f.FID, f.SEL, f.Value
 // (CDW11) and namespace nsid, without data.
 func (f Feature) GetCommand(cid uint16, nsid uint32) Command {
-	return Command{Opcode: AdminGetFeatures, Flags: FlagSGL, CID: cid, NSID: nsid,
+	return Command{Opcode: AdminGetFeatures, Flags: FlagSGL, CID: cid, NSID: nsid, DPTR: NullSGL(),
 		CDW10: uint32(f.FID) | uint32(f.SEL&7)<<8, CDW11: f.Value, CDW14: uint32(f.UUID & 0x7F)}
 }
 
 // SetCommand returns a Set Features command writing f.Value (CDW11) to
 // feature f.FID of namespace nsid, without data.
 func (f Feature) SetCommand(cid uint16, nsid uint32) Command {
-	c := Command{Opcode: AdminSetFeatures, Flags: FlagSGL, CID: cid, NSID: nsid,
+	c := Command{Opcode: AdminSetFeatures, Flags: FlagSGL, CID: cid, NSID: nsid, DPTR: NullSGL(),
 		CDW10: uint32(f.FID), CDW11: f.Value, CDW14: uint32(f.UUID & 0x7F)}
 	if f.SV {
 		c.CDW10 |= 1 << 31

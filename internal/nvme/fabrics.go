@@ -249,7 +249,7 @@ func (c Command) Property() Property {
 // PropertyGetCommand returns a Property Get command for the property of
 // size octets (4 or 8) at offset ofst.
 func PropertyGetCommand(cid uint16, ofst uint32, size int) Command {
-	c := newFabrics(FCTypePropertyGet, cid, SGL{})
+	c := newFabrics(FCTypePropertyGet, cid, NullSGL())
 	c.CDW10 = uint32(propertyAttrib(size))
 	c.CDW11 = ofst
 	return c
@@ -258,7 +258,7 @@ func PropertyGetCommand(cid uint16, ofst uint32, size int) Command {
 // PropertySetCommand returns a Property Set command writing value to the
 // property of size octets (4 or 8) at offset ofst.
 func PropertySetCommand(cid uint16, ofst uint32, size int, value uint64) Command {
-	c := newFabrics(FCTypePropertySet, cid, SGL{})
+	c := newFabrics(FCTypePropertySet, cid, NullSGL())
 	c.CDW10 = uint32(propertyAttrib(size))
 	c.CDW11 = ofst
 	c.CDW12, c.CDW13 = uint32(value), uint32(value>>32)
@@ -275,5 +275,5 @@ func propertyAttrib(size int) uint8 {
 // DisconnectCommand returns a Disconnect command (NVMe-oF 1.1 §3.4),
 // RECFMT 0, for the queue it is sent on.
 func DisconnectCommand(cid uint16) Command {
-	return newFabrics(FCTypeDisconnect, cid, SGL{})
+	return newFabrics(FCTypeDisconnect, cid, NullSGL())
 }

@@ -52,6 +52,12 @@ func KeyedSGL(addr uint64, length uint32, key uint32) SGL {
 	return d
 }
 
+// NullSGL returns the null descriptor of a command that moves no data: a
+// Keyed SGL Data Block of address, length and key zero, as Linux's host
+// sends it. Linux's target refuses an all-zero descriptor (an SGL Data
+// Block of subtype Address) with Invalid Field.
+func NullSGL() SGL { return KeyedSGL(0, 0, 0) }
+
 // KeyedSGLInvalidate is KeyedSGL with subtype Invalidate Key: the host
 // asks the target to invalidate key remotely with the response's Send
 // with Invalidate.
