@@ -53,3 +53,52 @@ func TestCloseBoundedBySilentTarget(t *testing.T) {
 		t.Fatalf("Close against a silent target: %v", err)
 	}
 }
+
+// TestCloseDuringLoad: Close while goroutines read and write in a loop;
+// each ends with nil or ErrClosed, none hangs, nothing panics.
+func TestCloseDuringLoad(t *testing.T) {
+	_, addr := startTarget(t, memBackend(t, 4<<20), nil)
+	ctx := testCtx(t)
+	c, err := Connect(ctx, addr, realNQN, &Config{IOQueues: 2, QueueSize: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := c.Namespace(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const workers = 16
+	started := make(chan struct{}, workers)
+	errc := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			buf := make([]byte, 4096<<(w%3))
+			for i := 0; ; i++ {
+				var err error
+				if i%2 == 0 {
+					err = ns.WriteAt(ctx, buf, uint64(w*64))
+				} else {
+					err = ns.ReadAt(ctx, buf, uint64(w*64))
+				}
+				if i == 0 {
+					started <- struct{}{}
+				}
+				if err != nil {
+					errc <- err
+					return
+				}
+			}
+		}()
+	}
+	for range workers {
+		<-started
+	}
+	if err := c.Close(ctx); err != nil {
+		t.Fatalf("Close under load: %v", err)
+	}
+	for range workers {
+		if err := <-errc; !errors.Is(err, ErrClosed) {
+			t.Fatalf("I/O ended by Close: %v", err)
+		}
+	}
+}
