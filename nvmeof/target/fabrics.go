@@ -43,8 +43,13 @@ func connectLength(q *queue, c *command) (int, nvme.Status) {
 
 // execConnect binds the queue to a controller: a new one for the admin
 // queue (the dynamic controller model, CNTLID 0xFFFF), the one the data
-// names for an I/O queue.
+// names for an I/O queue. connectLength's check that the queue is not
+// connected yet is made again: another Connect may have run while this
+// one's data was being fetched.
 func execConnect(q *queue, c *command) nvme.Status {
+	if q.ctrl != nil {
+		return nvme.StatusCommandSequenceError.WithDNR()
+	}
 	k := c.cmd.Connect()
 	d, err := nvme.DecodeConnectData(c.in)
 	switch {
