@@ -115,16 +115,23 @@ func (c *controller) teardown() {
 	}
 }
 
-// addIOQueue records q as I/O queue qid; it fails with Command Sequence
-// Error if qid is connected already or the controller is going away.
-func (c *controller) addIOQueue(qid uint16, q *queue) nvme.Status {
+// addIOQueue records q as I/O queue qid. It fails with Command Sequence
+// Error if qid is connected already, the controller is going away or is
+// not ready (CC.EN, NVMe-oF 1.1 §3.3), and with Connect Invalid
+// Parameters (badQID) if qid is more than the I/O queues allowed. The
+// checks are made under mu, with the queue's recording: a reset or a
+// Set Features (Number of Queues) cannot come between them.
+func (c *controller) addIOQueue(qid uint16, q *queue) (st nvme.Status, badQID bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.gone || c.io[qid] != nil {
-		return nvme.StatusCommandSequenceError.WithDNR()
+	switch {
+	case c.gone || c.io[qid] != nil || !c.ready.Load():
+		return nvme.StatusCommandSequenceError.WithDNR(), false
+	case int(qid) > c.ioQueuesAllowedLocked():
+		return nvme.StatusConnectInvalidParameters.WithDNR(), true
 	}
 	c.io[qid] = q
-	return nvme.StatusSuccess
+	return nvme.StatusSuccess, false
 }
 
 // removeIOQueue forgets I/O queue q when its connection ended.
@@ -136,12 +143,10 @@ func (c *controller) removeIOQueue(q *queue) {
 	c.mu.Unlock()
 }
 
-// ioQueuesAllowed returns the I/O queues a Connect may name: those
+// ioQueuesAllowedLocked returns the I/O queues a Connect may name: those
 // granted by Set Features (Number of Queues), or the target's maximum
-// before the host asked.
-func (c *controller) ioQueuesAllowed() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// before the host asked; mu held.
+func (c *controller) ioQueuesAllowedLocked() int {
 	if c.numQueues > 0 {
 		return c.numQueues
 	}

@@ -79,13 +79,9 @@ func execConnect(q *queue, c *command) nvme.Status {
 		if ctrl == nil || ctrl.disc || disc {
 			return invalidParam(c, nvme.ConnectDataOffCNTLID, true)
 		}
-		if !ctrl.ready.Load() {
-			return nvme.StatusCommandSequenceError.WithDNR() // CC.EN must be 1 (NVMe-oF 1.1 §3.3)
-		}
-		if int(k.QID) > ctrl.ioQueuesAllowed() {
+		if st, badQID := ctrl.addIOQueue(k.QID, q); badQID {
 			return invalidParam(c, nvme.ConnectOffQID, false)
-		}
-		if st := ctrl.addIOQueue(k.QID, q); !st.Success() {
+		} else if !st.Success() {
 			return st
 		}
 		q.ctrl = ctrl
