@@ -42,7 +42,8 @@ type controller struct {
 	feat      map[uint8]uint32  // plain features' current values
 	gone      bool              // torn down: no new I/O queue
 
-	vwc atomic.Bool // volatile write cache enabled (read by the I/O queues)
+	vwc     atomic.Bool // volatile write cache enabled (read by the I/O queues)
+	traffic atomic.Bool // an I/O queue took a command since the timer was last checked
 }
 
 // newController registers a controller for the admin queue q; nil when
@@ -201,14 +202,29 @@ func (c *controller) stopKeepAlive() {
 	c.mu.Unlock()
 }
 
+// ioTraffic notes a command on one of the controller's I/O queues: the
+// keep-alive timer's expiry then reschedules it instead.
+func (c *controller) ioTraffic() {
+	if !c.traffic.Load() { // the common case stores nothing
+		c.traffic.Store(true)
+	}
+}
+
 // expire tears the controller down: no Keep Alive arrived within KATO
 // (NVMe Base 1.4 §7.12.1: the controller records Keep Alive Timer
 // Expired, sets CSTS.CFS and stops processing commands; NVMe-oF 1.1
 // §3.6: the association is torn down). The queues' connections are
-// closed, which ends their goroutines.
+// closed, which ends their goroutines. A controller whose I/O queues
+// took commands since the last expiry is busy, not gone: the timer is
+// rescheduled (traffic based keep alive, as Linux's target does).
 func (c *controller) expire(gen uint64) {
 	c.mu.Lock()
 	if gen != c.katoGen || c.gone {
+		c.mu.Unlock()
+		return
+	}
+	if c.traffic.Swap(false) {
+		c.armLocked()
 		c.mu.Unlock()
 		return
 	}

@@ -243,11 +243,15 @@ func (q *queue) onCapsule(ri, n int) {
 	c.cqe = nvme.Completion{CID: c.cmd.CID}
 	c.h, c.in, c.out, c.outLen, c.remote, c.inv = nil, nil, nil, 0, iwarp.RemoteBuffer{}, 0
 	q.consumed++
-	if q.qid == nvme.AdminQID && q.ctrl != nil {
+	switch {
+	case q.ctrl == nil:
+	case q.qid == nvme.AdminQID:
 		// Any admin command restarts the keep-alive timer, not only Keep
 		// Alive (as Linux's target does for a host that is busy setting
 		// the controller up before its first Keep Alive).
 		q.ctrl.keepAlive()
+	default:
+		q.ctrl.ioTraffic() // an expiry reschedules the timer
 	}
 	q.start(c, capsule[nvme.SQELen:], ri)
 }

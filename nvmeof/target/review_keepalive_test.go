@@ -1,0 +1,31 @@
+package target
+
+import (
+	"testing"
+
+	"github.com/goiwarp/iwarp/internal/nvme"
+)
+
+// TestReviewKeepAliveBusyIO: a controller whose I/O queues carried
+// commands within KATO is not torn down when the timer expires, however
+// late the host's Keep Alive is (traffic based keep alive, as Linux's
+// target does: the timer is rescheduled); a period without any command
+// tears it down.
+func TestReviewKeepAliveBusyIO(t *testing.T) {
+	ft := &fakeTimers{armed: make(chan fakeTimer, 64)}
+	tt := newTestTargetHook(t, 1<<20, nil, func(tg *Target) { tg.afterFunc = ft.afterFunc })
+	h := mustDial(t, tt.addr, 0, nil)
+	rc := h.connect(testNQN, nvme.CNTLIDDynamic, 31, 1000, false)
+	wantStatus(t, "Connect", rc.Status, nvme.StatusSuccess)
+	wantStatus(t, "CC.EN", h.propSet(nvme.PropCC, nvme.CC{EN: true, IOSQES: 6, IOCQES: 4}.Uint32()), nvme.StatusSuccess)
+	q := ioQueue(t, tt.addr, 1, nvme.ParseConnectResponse(rc.DW0).CNTLID)
+	flush := nvme.Command{Opcode: nvme.NVMFlush, Flags: nvme.FlagSGL, NSID: nsid, DPTR: nvme.NullSGL()}
+	wantStatus(t, "Flush", q.exec(flush, nil).Status, nvme.StatusSuccess)
+	ft.last(t).f() // KATO without an admin command, but with I/O
+	wantStatus(t, "Flush after KATO with I/O", q.exec(flush, nil).Status, nvme.StatusSuccess)
+	ft.last(t).f() // the timer was rescheduled; there was I/O again
+	stillServes(t, h)
+	ft.last(t).f() // nothing since
+	wantGone(t, h, "the admin queue after an idle KATO")
+	wantGone(t, q, "the I/O queue after an idle KATO")
+}
