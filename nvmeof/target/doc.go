@@ -26,7 +26,8 @@
 // Send, a Send with Invalidate when the host asked for its key to be
 // invalidated. An admin queue's Connect makes a controller (the dynamic
 // model); I/O queues' Connects name it. A controller whose host sends
-// nothing on its admin queue for the keep-alive timeout is torn down.
+// nothing on its admin queue for the keep-alive timeout, nor on its I/O
+// queues since the timer last expired, is torn down.
 //
 // Every command a host can send gets the status the specifications name
 // for it; a host that breaks the transport (a capsule too short to hold a
