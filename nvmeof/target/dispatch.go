@@ -15,6 +15,11 @@ type handler struct {
 	// §4.4: the controller does not set SGLS bit 18, so a longer SGL is
 	// Data SGL Length Invalid too).
 	length func(q *queue, c *command) (int, nvme.Status)
+	// longerSGL lets the SGL describe more than length: only the first
+	// length bytes move. Dataset Management only, as Linux's target
+	// allows it: Linux 6.1's host describes 4,096 bytes of ranges
+	// whatever NR says.
+	longerSGL bool
 	// exec runs the command: with c.in holding its data for a
 	// host-to-controller transfer, or filling c.out and setting c.outLen
 	// for a controller-to-host one. It sets c.cqe's DW0 and DW1 as the
@@ -86,7 +91,7 @@ func (q *queue) prepare(c *command, incap []byte) nvme.Status {
 	if kind == nvme.SGLInvalid {
 		return st.WithDNR()
 	}
-	if int64(d.Length()) != int64(want) {
+	if n := int64(d.Length()); n != int64(want) && !(h.longerSGL && n > int64(want)) {
 		return nvme.StatusDataSGLLengthInvalid.WithDNR()
 	}
 	if want == 0 {

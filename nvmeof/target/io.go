@@ -14,7 +14,7 @@ var ioHandlers = map[uint8]*handler{
 	nvme.NVMWrite:       {length: rwLength, exec: execWrite},
 	nvme.NVMFlush:       {length: flushLength, exec: execFlush},
 	nvme.NVMWriteZeroes: {length: writeZeroesLength, exec: execWriteZeroes},
-	nvme.NVMDatasetMgmt: {length: dsmLength, exec: execDSM},
+	nvme.NVMDatasetMgmt: {length: dsmLength, longerSGL: true, exec: execDSM},
 }
 
 // ioStats counts the I/O served, for the SMART log; updated by every
@@ -134,7 +134,8 @@ func execWriteZeroes(q *queue, c *command) nvme.Status {
 }
 
 // dsmLength checks a Dataset Management: its data is NR+1 ranges of 16
-// bytes (NVMe Base 1.4 §6.7).
+// bytes (NVMe Base 1.4 §6.7); its SGL may describe more (handler's
+// longerSGL).
 func dsmLength(q *queue, c *command) (int, nvme.Status) {
 	if c.cmd.NSID != nsid {
 		return 0, nvme.StatusInvalidNamespace.WithDNR()
