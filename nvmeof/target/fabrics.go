@@ -85,6 +85,7 @@ func execConnect(q *queue, c *command) nvme.Status {
 			return st
 		}
 		q.ctrl = ctrl
+		ctrl.ioTraffic() // a host connecting its I/O queues is busy, if silent on the admin queue
 		q.t.log.Debug("nvmeof: I/O queue connected", "cntlid", ctrl.id, "qid", k.QID, "entries", int(k.SQSIZE)+1)
 	}
 	q.sqsize = int(k.SQSIZE) + 1

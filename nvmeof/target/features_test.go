@@ -95,6 +95,8 @@ func TestKeepAliveTimeout(t *testing.T) {
 	}
 	second.f() // stale too
 	stillServes(t, h)
+	ft.last(t).f() // the I/O queue's Connect was traffic: the timer is rescheduled
+	stillServes(t, h)
 	last := ft.last(t)
 	last.f() // nothing within KATO
 	wantGone(t, h, "the admin queue after KATO")

@@ -29,3 +29,20 @@ func TestReviewKeepAliveBusyIO(t *testing.T) {
 	wantGone(t, h, "the admin queue after an idle KATO")
 	wantGone(t, q, "the I/O queue after an idle KATO")
 }
+
+// TestReviewKeepAliveIOConnect: connecting I/O queues is traffic too (as
+// Linux's target counts it: a host setting up many queues may not send
+// Keep Alive meanwhile).
+func TestReviewKeepAliveIOConnect(t *testing.T) {
+	ft := &fakeTimers{armed: make(chan fakeTimer, 64)}
+	tt := newTestTargetHook(t, 1<<20, nil, func(tg *Target) { tg.afterFunc = ft.afterFunc })
+	h := mustDial(t, tt.addr, 0, nil)
+	rc := h.connect(testNQN, nvme.CNTLIDDynamic, 31, 1000, false)
+	wantStatus(t, "Connect", rc.Status, nvme.StatusSuccess)
+	wantStatus(t, "CC.EN", h.propSet(nvme.PropCC, nvme.CC{EN: true, IOSQES: 6, IOCQES: 4}.Uint32()), nvme.StatusSuccess)
+	q := ioQueue(t, tt.addr, 1, nvme.ParseConnectResponse(rc.DW0).CNTLID)
+	ft.last(t).f() // KATO with only an I/O queue's Connect
+	stillServes(t, h)
+	flush := nvme.Command{Opcode: nvme.NVMFlush, Flags: nvme.FlagSGL, NSID: nsid, DPTR: nvme.NullSGL()}
+	wantStatus(t, "Flush", q.exec(flush, nil).Status, nvme.StatusSuccess)
+}
