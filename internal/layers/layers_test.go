@@ -28,6 +28,10 @@ var rank = map[string]int{
 	"internal/rdmap":     4,
 	"internal/verbs":     5, // the engine's shell: QP, CQ, SRQ around internal/rdmap
 	"":                   6, // the root package: the public verbs API
+	"internal/nvme":      0, // NVMe and NVMe-oF wire formats: standard library only
+	"nvmeof":             7, // NVMe over Fabrics: what the target and the host share
+	"nvmeof/target":      8, // the NVMe-oF target on the public API
+	"nvmeof/host":        8, // the NVMe-oF host on the public API
 	"internal/capture":   10,
 	"internal/decode":    11,
 	"internal/conform":   12, // the hostile-peer suite: `iwarp conform` and the root tests
