@@ -132,6 +132,8 @@ func TestNvmfHostEndToEnd(t *testing.T) {
 			out: "verify: 600 blocks of 512 bytes from block 10 written, read back and compared: all match"},
 		{name: "verify past the end", args: []string{"nvmf-host", "-p", port, "-nqn", nqn, "-verify", "10", "-lba", "8190"},
 			code: exitFail, errOut: "the namespace has 8192 blocks"},
+		{name: "verify without CRC", args: []string{"nvmf-host", "-p", port, "-nqn", nqn, "-verify", "64", "-nocrc", "-queues", "1"},
+			code: exitOK, out: "all match"},
 		{name: "randread", args: []string{"nvmf-host", "-p", port, "-nqn", nqn, "-rw", "randread", "-bs", "4k", "-qd", "4", "-d", "200ms"},
 			code: exitOK, out: "read: IOPS="},
 		{name: "write", args: []string{"nvmf-host", "-p", port, "-nqn", nqn, "-rw", "write", "-bs", "128k", "-qd", "2", "-d", "200ms"},
