@@ -2,10 +2,12 @@ package host
 
 import "errors"
 
-// Errors of the host. Every error a Controller or Namespace returns matches
+// Errors of the host. An error a Controller or Namespace returns matches
 // one of these with errors.Is, or is a *nvmeof.StatusError (the controller
 // completed the command with a status other than success), or is the
-// context's error.
+// context's error, or, from Connect, wraps the iwarp error that kept a
+// queue from connecting (the target unreachable, the MPA startup failed)
+// or that the local device gave (a registration refused).
 var (
 	// ErrInvalidConfig: a Config field is out of range.
 	ErrInvalidConfig = errors.New("nvmeof: invalid configuration")
