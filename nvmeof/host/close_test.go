@@ -59,14 +59,7 @@ func TestCloseBoundedBySilentTarget(t *testing.T) {
 func TestCloseDuringLoad(t *testing.T) {
 	_, addr := startTarget(t, memBackend(t, 4<<20), nil)
 	ctx := testCtx(t)
-	c, err := Connect(ctx, addr, realNQN, &Config{IOQueues: 2, QueueSize: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns, err := c.Namespace(ctx, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, ns := openReal(t, addr, &Config{IOQueues: 2, QueueSize: 8})
 	const workers = 16
 	started := make(chan struct{}, workers)
 	errc := make(chan error, workers)

@@ -48,6 +48,23 @@ func startTarget(t *testing.T, b target.Backend, cfg *target.Config) (*target.Ta
 	return tg, ln.Addr().String()
 }
 
+// openReal connects to the target at addr and identifies namespace 1; the
+// controller is closed when the test ends.
+func openReal(t *testing.T, addr string, cfg *Config) (*Controller, *Namespace) {
+	t.Helper()
+	ctx := testCtx(t)
+	c, err := Connect(ctx, addr, realNQN, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	ns, err := c.Namespace(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, ns
+}
+
 func memBackend(t *testing.T, size int64) *target.MemoryBackend {
 	t.Helper()
 	b, err := target.NewMemoryBackend(size)
@@ -120,15 +137,7 @@ func TestTargetEndToEnd(t *testing.T) {
 func TestTargetConcurrentQueues(t *testing.T) {
 	_, addr := startTarget(t, memBackend(t, 16<<20), nil)
 	ctx := testCtx(t)
-	c, err := Connect(ctx, addr, realNQN, &Config{IOQueues: 4, QueueSize: 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(context.Background())
-	ns, err := c.Namespace(ctx, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, ns := openReal(t, addr, &Config{IOQueues: 4, QueueSize: 16})
 	const workers, rounds = 24, 10
 	var wg sync.WaitGroup
 	errc := make(chan error, workers)
@@ -206,15 +215,7 @@ func TestTargetCloseMidTransfer(t *testing.T) {
 	g := &gatedBackend{MemoryBackend: memBackend(t, 1<<20), arrived: make(chan struct{}, n), gate: make(chan struct{})}
 	tg, addr := startTarget(t, g, nil)
 	ctx := testCtx(t)
-	c, err := Connect(ctx, addr, realNQN, &Config{IOQueues: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(context.Background())
-	ns, err := c.Namespace(ctx, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, ns := openReal(t, addr, &Config{IOQueues: 2})
 	errc := make(chan error, n)
 	for i := range n {
 		go func() { errc <- ns.ReadAt(ctx, make([]byte, 4096), uint64(i*8)) }()
