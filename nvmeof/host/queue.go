@@ -37,12 +37,15 @@ type queue struct {
 	// (iwarp.Inline). Immutable.
 	inline, maxInline int
 
-	mu   sync.Mutex    // guards err, sent, free and the slots' fields marked "under q.mu"
-	free []*slot       // the free slots, a stack: the most recently used (its buffer warm) first
-	err  error         // why the queue stopped; set once, under mu
-	sent uint64        // capsules posted with the Inline flag (signalling every len(slots)-th)
-	dead chan struct{} // closed when err is set
-	done chan struct{} // closed when the completer goroutine has returned
+	mu   sync.Mutex // guards err, sent, free, released and the slots' fields marked "under q.mu"
+	free []*slot    // the free slots, a stack: the most recently used (its buffer warm) first
+	err  error      // why the queue stopped; set once, under mu
+	// released is set by release: the buffers of the slots free then are
+	// closed, and put closes the buffer of a slot given back later.
+	released bool
+	sent     uint64        // capsules posted with the Inline flag (signalling every len(slots)-th)
+	dead     chan struct{} // closed when err is set
+	done     chan struct{} // closed when the completer goroutine has returned
 }
 
 // newQueue creates queue qid with entries submission queue entries, which
@@ -135,7 +138,8 @@ func (q *queue) postRecv(i int) error {
 	return q.qp.PostRecv(iwarp.RecvWR{ID: uint64(i), SGL: []iwarp.SGE{q.rsps.SGE(i*cqeLen, cqeLen)}})
 }
 
-// release frees what newQueue made, for a queue whose completer never ran
+// release frees what newQueue made (a slot still held keeps its buffer
+// until put), for a queue whose completer never ran
 // or has returned.
 func (q *queue) release() {
 	if q.qp != nil {
@@ -146,10 +150,20 @@ func (q *queue) release() {
 			mr.Close()
 		}
 	}
+	// A slot still held (a caller between taking it and giving it back)
+	// keeps its buffer, which its holder may be replacing: put closes it.
+	var mrs []*iwarp.MR
+	q.mu.Lock()
+	q.released = true
 	for i := range q.slots {
-		if mr := q.slots[i].data; mr != nil {
-			mr.Close()
+		if s := &q.slots[i]; s.state == slotFree && s.data != nil {
+			mrs = append(mrs, s.data)
+			s.data = nil
 		}
+	}
+	q.mu.Unlock()
+	for _, mr := range mrs {
+		mr.Close()
 	}
 	if q.cq != nil {
 		q.cq.Close()

@@ -28,7 +28,7 @@ type slot struct {
 	idx  uint16        // immutable
 	sqe  []byte        // immutable slice of q.cmds: the capsule's SQE
 	done chan struct{} // immutable; capacity 1: the completer's signal that the command ended
-	data *iwarp.MR     // holder's: the data buffer, nil until a command needs one
+	data *iwarp.MR     // holder's (a free slot's: release's, under q.mu): the data buffer, nil until a command needs one
 	sgl  [2]iwarp.SGE  // holder's: the Send's SGL (the SQE, in-capsule data); sgl[0] immutable
 	op   uint8         // holder's: the opcode of the command posted
 	fct  uint8         // holder's: its FCTYPE, for a Fabrics command
@@ -98,11 +98,19 @@ func (q *queue) stopped() error {
 	return q.err
 }
 
-// put frees a held or completed slot.
+// put frees a held or completed slot; once the queue has been released
+// it closes the slot's buffer.
 func (q *queue) put(s *slot) {
 	q.mu.Lock()
+	var mr *iwarp.MR
+	if q.released {
+		mr, s.data = s.data, nil
+	}
 	q.pushFree(s)
 	q.mu.Unlock()
+	if mr != nil {
+		mr.Close()
+	}
 }
 
 // sendRef marks the ID of a capsule's Send whose completion the slot
