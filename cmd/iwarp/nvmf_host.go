@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"strconv"
@@ -126,7 +127,7 @@ func parseSize(s string) (int, error) {
 		mult, s = 1<<20, s[:len(s)-1]
 	}
 	n, err := strconv.Atoi(s)
-	if err != nil || n <= 0 {
+	if err != nil || n <= 0 || n > math.MaxInt/mult {
 		return 0, errors.New("not a size")
 	}
 	return n * mult, nil
@@ -185,7 +186,7 @@ func (f *nvmfHostFlags) run(ctx context.Context, c *host.Controller) int {
 	printController(f.stdout, c.Info())
 	in := ns.Info()
 	fmt.Fprintf(f.stdout, "namespace %d: %d blocks of %d bytes (%s), capacity %d blocks\n",
-		in.ID, in.Blocks, in.BlockSize, binarySize(in.Blocks*uint64(in.BlockSize)), in.Capacity)
+		in.ID, in.Blocks, in.BlockSize, binarySize(float64(in.Blocks)*float64(in.BlockSize)), in.Capacity)
 	return exitOK
 }
 
@@ -193,7 +194,7 @@ func (f *nvmfHostFlags) run(ctx context.Context, c *host.Controller) int {
 func printController(w io.Writer, in host.ControllerInfo) {
 	mdts := "no limit"
 	if in.MaxDataTransfer > 0 {
-		mdts = binarySize(uint64(in.MaxDataTransfer))
+		mdts = binarySize(float64(in.MaxDataTransfer))
 	}
 	fmt.Fprintf(w, "controller: model %q, serial %q, firmware %q, NVMe %s, cntlid %d\n",
 		in.ModelNumber, in.SerialNumber, in.FirmwareRevision, in.Version, in.ControllerID)
@@ -268,14 +269,14 @@ func fillPattern(p []byte, bs int, lba uint64, run [8]byte) {
 }
 
 // binarySize formats a byte count with binary units.
-func binarySize(n uint64) string {
+func binarySize(n float64) string {
 	switch {
 	case n >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+		return fmt.Sprintf("%.2f GiB", n/(1<<30))
 	case n >= 1<<20:
-		return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
+		return fmt.Sprintf("%.2f MiB", n/(1<<20))
 	case n >= 1<<10:
-		return fmt.Sprintf("%.2f KiB", float64(n)/(1<<10))
+		return fmt.Sprintf("%.2f KiB", n/(1<<10))
 	}
-	return fmt.Sprintf("%d B", n)
+	return fmt.Sprintf("%.0f B", n)
 }
