@@ -55,7 +55,7 @@ func (n *Namespace) rw(ctx context.Context, op uint8, p []byte, lba uint64) erro
 			if count == 0 {
 				s, err = q.acquire(ctx)
 			} else {
-				s, err = q.tryAcquire()
+				s, err = q.tryAcquire(ctx)
 			}
 			if err == nil && s != nil {
 				m := min(chunk, len(p)-off)

@@ -42,8 +42,12 @@ type slot struct {
 	err      error           // under q.mu: why the command failed without a response
 }
 
-// acquire waits for a free slot of q.
+// acquire waits for a free slot of q; it fails at once if ctx has ended,
+// so that a call whose context has ended sends nothing.
 func (q *queue) acquire(ctx context.Context) (*slot, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	select {
 	case <-q.tokens:
 		return q.hold()
@@ -59,8 +63,12 @@ func (q *queue) acquire(ctx context.Context) (*slot, error) {
 	}
 }
 
-// tryAcquire returns a free slot of q, or nil if none is free now.
-func (q *queue) tryAcquire() (*slot, error) {
+// tryAcquire returns a free slot of q, or nil if none is free now; it
+// fails if ctx has ended.
+func (q *queue) tryAcquire(ctx context.Context) (*slot, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	select {
 	case <-q.tokens:
 		return q.hold()
