@@ -51,7 +51,8 @@
 //
 // # Contexts, failures and Close
 //
-// Every blocking call takes a context. A command whose context ends
+// Every blocking call takes a context. A call whose context has already
+// ended returns its error and sends nothing. A command whose context ends
 // returns the context's error at once; its slot stays out of use, with its
 // buffer, until the controller answers it (or the association ends), so a
 // CID is never reused while the controller may still answer it.
