@@ -45,13 +45,8 @@ type slot struct {
 // acquire waits for a free slot of q; it fails at once if ctx has ended,
 // so that a call whose context has ended sends nothing.
 func (q *queue) acquire(ctx context.Context) (*slot, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	select {
-	case <-q.tokens:
-		return q.hold()
-	default:
+	if s, err := q.tryAcquire(ctx); s != nil || err != nil {
+		return s, err
 	}
 	select {
 	case <-q.tokens:

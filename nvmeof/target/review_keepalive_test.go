@@ -12,13 +12,7 @@ import (
 // target does: the timer is rescheduled); a period without any command
 // tears it down.
 func TestReviewKeepAliveBusyIO(t *testing.T) {
-	ft := &fakeTimers{armed: make(chan fakeTimer, 64)}
-	tt := newTestTargetHook(t, 1<<20, nil, func(tg *Target) { tg.afterFunc = ft.afterFunc })
-	h := mustDial(t, tt.addr, 0, nil)
-	rc := h.connect(testNQN, nvme.CNTLIDDynamic, 31, 1000, false)
-	wantStatus(t, "Connect", rc.Status, nvme.StatusSuccess)
-	wantStatus(t, "CC.EN", h.propSet(nvme.PropCC, nvme.CC{EN: true, IOSQES: 6, IOCQES: 4}.Uint32()), nvme.StatusSuccess)
-	q := ioQueue(t, tt.addr, 1, nvme.ParseConnectResponse(rc.DW0).CNTLID)
+	ft, h, q := keepAliveController(t)
 	flush := nvme.Command{Opcode: nvme.NVMFlush, Flags: nvme.FlagSGL, NSID: nsid, DPTR: nvme.NullSGL()}
 	wantStatus(t, "Flush", q.exec(flush, nil).Status, nvme.StatusSuccess)
 	ft.last(t).f() // KATO without an admin command, but with I/O
@@ -34,6 +28,18 @@ func TestReviewKeepAliveBusyIO(t *testing.T) {
 // Linux's target counts it: a host setting up many queues may not send
 // Keep Alive meanwhile).
 func TestReviewKeepAliveIOConnect(t *testing.T) {
+	ft, h, q := keepAliveController(t)
+	ft.last(t).f() // KATO with only an I/O queue's Connect
+	stillServes(t, h)
+	flush := nvme.Command{Opcode: nvme.NVMFlush, Flags: nvme.FlagSGL, NSID: nsid, DPTR: nvme.NullSGL()}
+	wantStatus(t, "Flush", q.exec(flush, nil).Status, nvme.StatusSuccess)
+}
+
+// keepAliveController connects an admin queue with a KATO of one second
+// to a target whose timers the returned fakeTimers fire, enables the
+// controller and connects I/O queue 1.
+func keepAliveController(t *testing.T) (*fakeTimers, *rawHost, *rawHost) {
+	t.Helper()
 	ft := &fakeTimers{armed: make(chan fakeTimer, 64)}
 	tt := newTestTargetHook(t, 1<<20, nil, func(tg *Target) { tg.afterFunc = ft.afterFunc })
 	h := mustDial(t, tt.addr, 0, nil)
@@ -41,8 +47,5 @@ func TestReviewKeepAliveIOConnect(t *testing.T) {
 	wantStatus(t, "Connect", rc.Status, nvme.StatusSuccess)
 	wantStatus(t, "CC.EN", h.propSet(nvme.PropCC, nvme.CC{EN: true, IOSQES: 6, IOCQES: 4}.Uint32()), nvme.StatusSuccess)
 	q := ioQueue(t, tt.addr, 1, nvme.ParseConnectResponse(rc.DW0).CNTLID)
-	ft.last(t).f() // KATO with only an I/O queue's Connect
-	stillServes(t, h)
-	flush := nvme.Command{Opcode: nvme.NVMFlush, Flags: nvme.FlagSGL, NSID: nsid, DPTR: nvme.NullSGL()}
-	wantStatus(t, "Flush", q.exec(flush, nil).Status, nvme.StatusSuccess)
+	return ft, h, q
 }
