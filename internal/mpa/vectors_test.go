@@ -9,8 +9,8 @@ import (
 	"testing"
 )
 
-// Test vectors, copied into testdata/ from /work/shared (see the header of
-// each file for its origin).
+// Test vectors live in testdata/ (the header of each file gives its
+// origin).
 
 // hexBytes decodes hex with optional spaces.
 func hexBytes(t testing.TB, s string) []byte {
