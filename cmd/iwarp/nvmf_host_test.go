@@ -2,13 +2,12 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/goiwarp/iwarp"
+	"github.com/goiwarp/iwarp/internal/nvmetest"
 	"github.com/goiwarp/iwarp/nvmeof/target"
 )
 
@@ -95,27 +94,8 @@ func startNvmfTarget(t *testing.T, size int64) (port, nqn string) {
 		t.Fatal(err)
 	}
 	nqn = "nqn.2024-01.test:cli"
-	tg, err := target.New(&target.Config{NQN: nqn, Backend: b})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := iwarp.Listen("tcp", "127.0.0.1:0", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tg.Serve(ctx, ln)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		tg.Close()
-		ln.Close()
-		<-done
-	})
-	_, port, _ = net.SplitHostPort(ln.Addr().String())
+	_, addr := nvmetest.Serve(t, &target.Config{NQN: nqn, Backend: b})
+	_, port, _ = net.SplitHostPort(addr)
 	return port, nqn
 }
 

@@ -45,6 +45,7 @@ var rank = map[string]int{
 	"internal/leakcheck": 20,
 	"internal/testnet":   20,
 	"internal/vectors":   20, // test support: reads internal/vectors/testdata
+	"internal/nvmetest":  20, // test support: an nvmeof/target on loopback
 	"cmd/iwarp":          30,
 	"interop":            30, // tests of the interop harness's own logic
 }

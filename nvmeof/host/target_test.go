@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/goiwarp/iwarp"
+	"github.com/goiwarp/iwarp/internal/nvmetest"
 	"github.com/goiwarp/iwarp/nvmeof"
 	"github.com/goiwarp/iwarp/nvmeof/target"
 )
@@ -25,27 +25,7 @@ func startTarget(t *testing.T, b target.Backend, cfg *target.Config) (*target.Ta
 		cfg = &target.Config{}
 	}
 	cfg.NQN, cfg.Backend = realNQN, b
-	tg, err := target.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := iwarp.Listen("tcp", "127.0.0.1:0", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tg.Serve(ctx, ln)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		tg.Close()
-		ln.Close()
-		<-done
-	})
-	return tg, ln.Addr().String()
+	return nvmetest.Serve(t, cfg)
 }
 
 // openReal connects to the target at addr and identifies namespace 1; the
