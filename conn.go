@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/goiwarp/iwarp/internal/mpa"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // ConnOptions are the MPA connection-setup choices of either side. The zero
@@ -89,7 +90,7 @@ func (o *ConnOptions) mpaConfig(qp *QP) *mpa.Config {
 		c.P2P = false
 	}
 	if o.RTR != 0 {
-		c.OfferRTR, c.AcceptRTR = mpa.RTR(o.RTR), mpa.RTR(o.RTR)
+		c.OfferRTR, c.AcceptRTR = o.RTR, o.RTR
 	}
 	if o.NoP2P {
 		c.P2P = false
@@ -98,11 +99,11 @@ func (o *ConnOptions) mpaConfig(qp *QP) *mpa.Config {
 	c.IRD, c.ORD = uint16(qp.cfg.IRD), uint16(qp.cfg.ORD)
 	c.Extensions = mpa.ExtRFC7306 | mpa.ExtV2
 	if o.Extensions != 0 {
-		c.Extensions = mpa.Ext(o.Extensions)
+		c.Extensions = o.Extensions
 	}
 	c.NoAdvertise = o.NoExtensions
 	if o.PeerExtensions != 0 {
-		c.DeclarePeerExtensions, c.PeerExtensions = true, mpa.Ext(o.PeerExtensions)
+		c.DeclarePeerExtensions, c.PeerExtensions = true, o.PeerExtensions
 	}
 	c.PrivateData = o.PrivateData
 	c.Timeout = o.Timeout
@@ -113,33 +114,31 @@ func (o *ConnOptions) mpaConfig(qp *QP) *mpa.Config {
 
 // RTR is a set of RFC 6581 ready-to-receive message types: the first FPDU
 // an Initiator sends in peer-to-peer mode, after which the Responder may
-// send.
-type RTR uint8
+// send (RFC 6581 §5). RTRWrite is a zero-length RDMA Write (to STag 1, TO
+// 0, as siw sends); RTRRead a zero-length RDMA Read Request (sink STag 0,
+// source STag 1), answered with a zero-length Read Response, which needs
+// one IRD/ORD credit, reserved for it if the QP asked for 0; RTRSend a
+// zero-length Send, which consumes a receive at the Responder (hidden
+// from the application).
+type RTR = rdma.RTR
 
 // The RTR types (RFC 6581 §5).
 const (
-	// RTRWrite is a zero-length RDMA Write (to STag 1, TO 0, as siw sends).
-	RTRWrite RTR = RTR(mpa.RTRWrite)
-	// RTRRead is a zero-length RDMA Read Request (sink STag 0, source
-	// STag 1), answered with a zero-length Read Response; it needs one
-	// IRD/ORD credit, reserved for it if the QP asked for 0.
-	RTRRead RTR = RTR(mpa.RTRRead)
-	// RTRSend is a zero-length Send; it consumes a receive at the Responder
-	// (hidden from the application).
-	RTRSend RTR = RTR(mpa.RTRSend)
+	RTRWrite = rdma.RTRWrite
+	RTRRead  = rdma.RTRRead
+	RTRSend  = rdma.RTRSend
 )
 
-// Extensions is a set of RDMAP extensions (docs/spec/extensions.md).
-type Extensions uint8
+// Extensions is a set of RDMAP extensions (docs/extensions.md): ExtRFC7306
+// is RFC 7306 (atomics with masks, Immediate Data, Write with Immediate);
+// ExtV2 the RDMAP Extensions V2 draft (RDMAP version 2 on every message,
+// Send with Immediate, RDMA Read V2), which implies RFC 7306.
+type Extensions = rdma.Extensions
 
 // The RDMAP extensions.
 const (
-	// ExtRFC7306 is RFC 7306: atomics (FetchAdd, CompareSwap, with masks),
-	// Immediate Data and Write with Immediate.
-	ExtRFC7306 Extensions = Extensions(mpa.ExtRFC7306)
-	// ExtV2 is the RDMAP Extensions V2 draft: RDMAP version 2 on every
-	// message, Send with Immediate, RDMA Read V2. It implies RFC 7306.
-	ExtV2 Extensions = Extensions(mpa.ExtV2)
+	ExtRFC7306 = rdma.ExtRFC7306
+	ExtV2      = rdma.ExtV2
 )
 
 // RejectedError reports that the peer rejected the connection; PrivateData
@@ -162,11 +161,11 @@ func wrapSetupError(err error) error {
 	}
 	var st *mpa.SentTerminateError
 	if errors.As(err, &st) {
-		return &TerminateError{Code: termCode(st.Code), Sent: true, Cause: st.Cause}
+		return &TerminateError{Code: st.Code, Sent: true, Cause: st.Cause}
 	}
 	var pt *mpa.PeerTerminateError
 	if errors.As(err, &pt) {
-		return &TerminateError{Code: termCode(pt.Code), Control: pt.Control, SiwLayout: pt.SiwLayout}
+		return &TerminateError{Code: pt.Code, Control: pt.Control, SiwLayout: pt.SiwLayout}
 	}
 	return wrapAs(nil, err)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/goiwarp/iwarp/internal/fpdu"
 	"github.com/goiwarp/iwarp/internal/mpa"
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // Regression tests for the defects an independent review of the engine
@@ -150,7 +151,7 @@ func (p *scriptedPeer) nextOf(t *testing.T, op wire.Opcode) wire.ULPDU {
 // the one RFC 5040 §4.8 builds for code with the DDP header of offending
 // attached. Any message with an opcode in forbidden before it fails. The
 // peer then closes the connection, which ends the QP's teardown drain.
-func (p *scriptedPeer) expectTerminate(t *testing.T, code wire.TermCode, offending conform.ULPDU, forbidden ...wire.Opcode) {
+func (p *scriptedPeer) expectTerminate(t *testing.T, code rdma.TermCode, offending conform.ULPDU, forbidden ...wire.Opcode) {
 	t.Helper()
 	want := conform.TerminateULPDU(p.rv, code, conform.AttachDDP, offending)
 	for {
@@ -175,8 +176,8 @@ func (p *scriptedPeer) expectTerminate(t *testing.T, code wire.TermCode, offendi
 }
 
 // apiCode is a wire Terminate code as the API reports it.
-func apiCode(c wire.TermCode) iwarp.TermCode {
-	return iwarp.TermCode{Layer: iwarp.TermLayer(c.Layer), Type: uint8(c.Type), Code: c.Code}
+func apiCode(c rdma.TermCode) iwarp.TermCode {
+	return c
 }
 
 // drainCQ waits until ep's QP is torn down and returns every completion
@@ -211,10 +212,10 @@ func TestDefect04SingleSegmentMessages(t *testing.T) {
 		name string
 		last bool
 		mo   uint32
-		code wire.TermCode
+		code rdma.TermCode
 	}{
-		{"L=0", false, 0, wire.TermDDPTooLong},
-		{"MO=8", true, 8, wire.TermDDPInvalidMO},
+		{"L=0", false, 0, rdma.TermDDPTooLong},
+		{"MO=8", true, 8, rdma.TermDDPInvalidMO},
 	}
 	for _, m := range singleSegmentMessages() {
 		for _, s := range shapes {
@@ -439,7 +440,7 @@ func TestDefect10ReadV2ResponseCutShort(t *testing.T) {
 				}
 				if u.Opcode == wire.OpTerminate {
 					tm, _ := wire.ParseTerminate(raw[u.DDP.Len():])
-					if tm.Code != wire.TermLLPConnLost {
+					if tm.Code != rdma.TermLLPConnLost {
 						t.Errorf("the peer was sent Terminate %v for a stream that ended inside an FPDU", tm.Code)
 					}
 				}
@@ -490,7 +491,7 @@ func TestDefect11ContinuingSegmentOpcode(t *testing.T) {
 			p.send(t, conform.Untagged(p.rv, c.first, false, wire.QNSend, msn, 0, []byte("abcd")))
 			offending := conform.Untagged(p.rv, c.last, true, wire.QNSend, msn, 4, c.lastPayload)
 			p.send(t, offending)
-			p.expectTerminate(t, wire.TermRDMAPUnexpectedOpcode, offending)
+			p.expectTerminate(t, rdma.TermRDMAPUnexpectedOpcode, offending)
 			ctx, cancel := context.WithTimeout(context.Background(), defectWait)
 			defer cancel()
 			wantTerminated(t, ctx, ep, true, iwarp.TermRDMAPUnexpectedOpcode)

@@ -8,78 +8,63 @@ import (
 
 	"github.com/goiwarp/iwarp/internal/rdmap"
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
-// TermLayer is the layer a Terminate error was found in (RFC 5040 §4.8).
-type TermLayer uint8
+// TermLayer is the layer a Terminate error was found in (RFC 5040 §4.8):
+// LayerRDMAP, LayerDDP or LayerLLP.
+type TermLayer = rdma.TermLayer
 
 // Terminate layers.
 const (
-	LayerRDMAP TermLayer = TermLayer(wire.LayerRDMAP)
-	LayerDDP   TermLayer = TermLayer(wire.LayerDDP)
-	LayerLLP   TermLayer = TermLayer(wire.LayerLLP)
+	LayerRDMAP = rdma.LayerRDMAP
+	LayerDDP   = rdma.LayerDDP
+	LayerLLP   = rdma.LayerLLP
 )
 
-// String returns "RDMAP", "DDP" or "LLP".
-func (l TermLayer) String() string { return wire.Layer(l).String() }
-
 // TermCode identifies a Terminate error: layer, error type and error code
-// (RFC 5040 §4.8, RFC 5041 §7.2, RFC 5044 §8, RFC 6581 §9).
-type TermCode struct {
-	Layer TermLayer
-	Type  uint8
-	Code  uint8
-}
+// packed in 16 bits as the Terminate Control field carries them (RFC 5040
+// §4.8, RFC 5041 §7.2, RFC 5044 §8, RFC 6581 §9). Its methods Layer, Type,
+// Code, Name and String read it; the codes of the specifications are the
+// constants below.
+type TermCode = rdma.TermCode
 
-// String formats the code as "LAYER/TYPE/0xCODE (meaning)".
-func (c TermCode) String() string { return c.wire().String() }
-
-// Name returns the meaning of the code as the RFC tables word it.
-func (c TermCode) Name() string { return c.wire().Name() }
-
-func (c TermCode) wire() wire.TermCode {
-	return wire.TermCode{Layer: wire.Layer(c.Layer), Type: wire.ErrorType(c.Type), Code: c.Code}
-}
-
-func termCode(c wire.TermCode) TermCode {
-	return TermCode{Layer: TermLayer(c.Layer), Type: uint8(c.Type), Code: c.Code}
-}
-
-// The Terminate codes of the specifications.
-var (
-	TermRDMAPCatastrophic     = termCode(wire.TermRDMAPCatastrophic)
-	TermRDMAPInvalidSTag      = termCode(wire.TermRDMAPInvalidSTag)
-	TermRDMAPBaseBounds       = termCode(wire.TermRDMAPBaseBounds)
-	TermRDMAPAccessRights     = termCode(wire.TermRDMAPAccessRights)
-	TermRDMAPSTagNotAssoc     = termCode(wire.TermRDMAPSTagNotAssoc)
-	TermRDMAPTOWrap           = termCode(wire.TermRDMAPTOWrap)
-	TermRDMAPProtInvalidate   = termCode(wire.TermRDMAPProtInvalidate)
-	TermRDMAPProtUnspecified  = termCode(wire.TermRDMAPProtUnspecified)
-	TermRDMAPInvalidVersion   = termCode(wire.TermRDMAPInvalidVersion)
-	TermRDMAPUnexpectedOpcode = termCode(wire.TermRDMAPUnexpectedOpcode)
-	TermRDMAPStreamCatastroph = termCode(wire.TermRDMAPStreamCatastroph)
-	TermRDMAPGlobalCatastroph = termCode(wire.TermRDMAPGlobalCatastroph)
-	TermRDMAPOpInvalidate     = termCode(wire.TermRDMAPOpInvalidate)
-	TermRDMAPOpUnspecified    = termCode(wire.TermRDMAPOpUnspecified)
-	TermDDPCatastrophic       = termCode(wire.TermDDPCatastrophic)
-	TermDDPInvalidSTag        = termCode(wire.TermDDPInvalidSTag)
-	TermDDPBaseBounds         = termCode(wire.TermDDPBaseBounds)
-	TermDDPSTagNotAssoc       = termCode(wire.TermDDPSTagNotAssoc)
-	TermDDPTOWrap             = termCode(wire.TermDDPTOWrap)
-	TermDDPTaggedVersion      = termCode(wire.TermDDPTaggedVersion)
-	TermDDPInvalidQN          = termCode(wire.TermDDPInvalidQN)
-	TermDDPNoBuffer           = termCode(wire.TermDDPNoBuffer)
-	TermDDPMSNRange           = termCode(wire.TermDDPMSNRange)
-	TermDDPInvalidMO          = termCode(wire.TermDDPInvalidMO)
-	TermDDPTooLong            = termCode(wire.TermDDPTooLong)
-	TermDDPUntaggedVersion    = termCode(wire.TermDDPUntaggedVersion)
-	TermLLPConnLost           = termCode(wire.TermLLPConnLost)
-	TermLLPCRC                = termCode(wire.TermLLPCRC)
-	TermLLPMarker             = termCode(wire.TermLLPMarker)
-	TermLLPInvalidFrame       = termCode(wire.TermLLPInvalidFrame)
-	TermLLPCatastrophic       = termCode(wire.TermLLPCatastrophic)
-	TermLLPInsufficientIRD    = termCode(wire.TermLLPInsufficientIRD)
-	TermLLPNoRTRModel         = termCode(wire.TermLLPNoRTRModel)
+// The Terminate codes of the specifications (see package rdma for each
+// one's meaning, or TermCode.Name).
+const (
+	TermRDMAPCatastrophic     = rdma.TermRDMAPCatastrophic
+	TermRDMAPInvalidSTag      = rdma.TermRDMAPInvalidSTag
+	TermRDMAPBaseBounds       = rdma.TermRDMAPBaseBounds
+	TermRDMAPAccessRights     = rdma.TermRDMAPAccessRights
+	TermRDMAPSTagNotAssoc     = rdma.TermRDMAPSTagNotAssoc
+	TermRDMAPTOWrap           = rdma.TermRDMAPTOWrap
+	TermRDMAPProtInvalidate   = rdma.TermRDMAPProtInvalidate
+	TermRDMAPProtUnspecified  = rdma.TermRDMAPProtUnspecified
+	TermRDMAPInvalidVersion   = rdma.TermRDMAPInvalidVersion
+	TermRDMAPUnexpectedOpcode = rdma.TermRDMAPUnexpectedOpcode
+	TermRDMAPStreamCatastroph = rdma.TermRDMAPStreamCatastroph
+	TermRDMAPGlobalCatastroph = rdma.TermRDMAPGlobalCatastroph
+	TermRDMAPOpInvalidate     = rdma.TermRDMAPOpInvalidate
+	TermRDMAPOpUnspecified    = rdma.TermRDMAPOpUnspecified
+	TermDDPCatastrophic       = rdma.TermDDPCatastrophic
+	TermDDPInvalidSTag        = rdma.TermDDPInvalidSTag
+	TermDDPBaseBounds         = rdma.TermDDPBaseBounds
+	TermDDPSTagNotAssoc       = rdma.TermDDPSTagNotAssoc
+	TermDDPTOWrap             = rdma.TermDDPTOWrap
+	TermDDPTaggedVersion      = rdma.TermDDPTaggedVersion
+	TermDDPInvalidQN          = rdma.TermDDPInvalidQN
+	TermDDPNoBuffer           = rdma.TermDDPNoBuffer
+	TermDDPMSNRange           = rdma.TermDDPMSNRange
+	TermDDPInvalidMO          = rdma.TermDDPInvalidMO
+	TermDDPTooLong            = rdma.TermDDPTooLong
+	TermDDPUntaggedVersion    = rdma.TermDDPUntaggedVersion
+	TermLLPConnLost           = rdma.TermLLPConnLost
+	TermLLPCRC                = rdma.TermLLPCRC
+	TermLLPMarker             = rdma.TermLLPMarker
+	TermLLPInvalidFrame       = rdma.TermLLPInvalidFrame
+	TermLLPCatastrophic       = rdma.TermLLPCatastrophic
+	TermLLPInsufficientIRD    = rdma.TermLLPInsufficientIRD
+	TermLLPNoRTRModel         = rdma.TermLLPNoRTRModel
 )
 
 // TerminateError is a fatal error of a QP's stream reported with an RDMAP
@@ -113,7 +98,7 @@ func (e *TerminateError) Error() string {
 	if e.SiwLayout {
 		s += fmt.Sprintf(" (siw layout, control % x)", e.Control)
 	}
-	if why := rdmap.TerminateCause(e.Code.wire(), e.Cause); why != "" {
+	if why := rdmap.TerminateCause(e.Code, e.Cause); why != "" {
 		s += ": " + strings.TrimPrefix(why, "iwarp: ")
 	}
 	return s
@@ -142,7 +127,7 @@ func wrapEngineError(err error) error {
 	var te *rdmap.TerminateError
 	if errors.As(err, &te) {
 		return &TerminateError{
-			Code: termCode(te.Code), Sent: te.Sent, Cause: te.Cause,
+			Code: te.Code, Sent: te.Sent, Cause: te.Cause,
 			SiwLayout: te.Layout == wire.LayoutSiw, Control: te.Control,
 		}
 	}

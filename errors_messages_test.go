@@ -22,6 +22,7 @@ import (
 	"github.com/goiwarp/iwarp/internal/rdmap"
 	"github.com/goiwarp/iwarp/internal/verbs"
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // The messages of the errors the API returns read well to a user: at most
@@ -124,10 +125,10 @@ func apiErrors() []namedError {
 	}
 	// Terminates, with the violations that carry their own code.
 	for _, te := range []*rdmap.TerminateError{
-		{Sent: true, Code: wire.TermDDPBaseBounds, Cause: wire.NewProtocolError(mem.OutOfBounds.String(), wire.TermDDPBaseBounds)},
-		{Sent: true, Code: wire.TermDDPNoBuffer, Cause: rdmap.ErrNoRecvBuffer},
-		{Sent: true, Code: wire.TermRDMAPStreamCatastroph, Cause: rdmap.ErrIRDExceeded},
-		{Code: wire.TermDDPInvalidSTag, Layout: wire.LayoutSiw, Control: [4]byte{0x10, 0, 0, 0}},
+		{Sent: true, Code: rdma.TermDDPBaseBounds, Cause: wire.NewProtocolError(mem.OutOfBounds.String(), rdma.TermDDPBaseBounds)},
+		{Sent: true, Code: rdma.TermDDPNoBuffer, Cause: rdmap.ErrNoRecvBuffer},
+		{Sent: true, Code: rdma.TermRDMAPStreamCatastroph, Cause: rdmap.ErrIRDExceeded},
+		{Code: rdma.TermDDPInvalidSTag, Layout: wire.LayoutSiw, Control: [4]byte{0x10, 0, 0, 0}},
 	} {
 		add("Terminate "+te.Error(), wrapEngineError(te))
 		add("completion of Terminate "+te.Error(), &WRError{Status: StatusRemoteAccess, Op: OpWrite, Err: wrapEngineError(te)})
@@ -135,8 +136,8 @@ func apiErrors() []namedError {
 	// The connection setup's errors, as wrapSetupError returns them.
 	for _, e := range []error{
 		&mpa.RejectError{PrivateData: []byte("busy")},
-		&mpa.SentTerminateError{Code: wire.TermLLPInvalidFrame, Cause: mpa.ErrInvalidReply, Delivered: true},
-		&mpa.PeerTerminateError{Code: wire.TermLLPInsufficientIRD},
+		&mpa.SentTerminateError{Code: rdma.TermLLPInvalidFrame, Cause: mpa.ErrInvalidReply, Delivered: true},
+		&mpa.PeerTerminateError{Code: rdma.TermLLPInsufficientIRD},
 		&mpa.TimeoutError{Stage: "waiting for the MPA Reply", Err: os.ErrDeadlineExceeded},
 	} {
 		add("setup "+e.Error(), wrapSetupError(e))
@@ -243,7 +244,7 @@ func TestErrorIdentity(t *testing.T) {
 		{wrapEngineError(rdmap.ErrDisconnected), []error{ErrDisconnected}},
 		{wrapEngineError(rdmap.ErrLocallyClosed), []error{ErrQPClosed}},
 		{wrapEngineError(&rdmap.ConnectionError{Err: verbs.ErrPeerStalled}), []error{verbs.ErrPeerStalled}},
-		{wrapEngineError(&rdmap.TerminateError{Code: wire.TermDDPNoBuffer, Sent: true, Cause: rdmap.ErrNoRecvBuffer}), []error{ErrTerminated, rdmap.ErrNoRecvBuffer}},
+		{wrapEngineError(&rdmap.TerminateError{Code: rdma.TermDDPNoBuffer, Sent: true, Cause: rdmap.ErrNoRecvBuffer}), []error{ErrTerminated, rdmap.ErrNoRecvBuffer}},
 		{wrapSetupError(&mpa.TimeoutError{Stage: "x", Err: context.DeadlineExceeded}), []error{context.DeadlineExceeded}},
 		{wrapAs(ErrInvalidBuffer, mem.ErrEmptyBuffer), []error{ErrInvalidBuffer, mem.ErrEmptyBuffer}},
 	} {
@@ -254,7 +255,7 @@ func TestErrorIdentity(t *testing.T) {
 		}
 	}
 	var te *TerminateError
-	if err := qp.postError(fmt.Errorf("%w: %w", rdmap.ErrQPState, &rdmap.TerminateError{Code: wire.TermDDPBaseBounds})); !errors.As(err, &te) || te.Code != TermDDPBaseBounds {
+	if err := qp.postError(fmt.Errorf("%w: %w", rdmap.ErrQPState, &rdmap.TerminateError{Code: rdma.TermDDPBaseBounds})); !errors.As(err, &te) || te.Code != TermDDPBaseBounds {
 		t.Errorf("a post to a terminated QP: %v", err)
 	}
 	var re *RejectedError

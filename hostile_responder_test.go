@@ -14,6 +14,7 @@ import (
 	"github.com/goiwarp/iwarp/internal/conform"
 	"github.com/goiwarp/iwarp/internal/mpa"
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // TestHostileResponderUnofferedExtension_LLP_0_0x04: a responder whose MPA
@@ -60,7 +61,7 @@ func TestHostileResponderUnofferedExtension_LLP_0_0x04(t *testing.T) {
 	if err == nil {
 		t.Fatal("Connect accepted a Reply with an extension it did not offer")
 	}
-	u := conform.TerminateULPDU(wire.RDMAPVersion1, wire.TermLLPInvalidFrame, conform.AttachNone, conform.ULPDU{})
+	u := conform.TerminateULPDU(wire.RDMAPVersion1, rdma.TermLLPInvalidFrame, conform.AttachNone, conform.ULPDU{})
 	want := conform.RawFPDU(true, u)
 	if b := <-got; !bytes.Equal(b, want) {
 		t.Fatalf("our Initiator sent\n% x\nwant the Terminate FPDU\n% x", b, want)

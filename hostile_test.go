@@ -368,7 +368,7 @@ func checkServedQP(t *testing.T, s *servedQP, c *conform.Case) {
 	var te *iwarp.TerminateError
 	switch c.Want.Kind {
 	case conform.WantTerminate:
-		want := iwarp.TermCode{Layer: iwarp.TermLayer(c.Want.Code.Layer), Type: uint8(c.Want.Code.Type), Code: c.Want.Code.Code}
+		want := c.Want.Code
 		if !errors.As(err, &te) || !te.Sent || te.Code != want || !errors.Is(err, iwarp.ErrTerminated) {
 			t.Fatalf("QP error %v, want a sent Terminate %v", err, want)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/goiwarp/iwarp/internal/mpa"
 	"github.com/goiwarp/iwarp/internal/rdmap"
 	"github.com/goiwarp/iwarp/internal/verbs"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // QPConfig is the shape of a queue pair. Zero fields take the defaults.
@@ -41,20 +42,20 @@ type QPConfig struct {
 	OpTimeout time.Duration
 }
 
-// QPState is a queue pair's state.
-type QPState uint8
+// QPState is a queue pair's state: StateIdle (created, not connected),
+// StateRTS (connected), StateClosing (orderly disconnect under way),
+// StateTerminate (a Terminate was sent or received), StateError (torn down,
+// work flushed).
+type QPState = rdma.QPState
 
-// QP states (docs/spec/rdmap.md §3).
+// QP states.
 const (
-	StateIdle      QPState = QPState(rdmap.StateIdle)      // created, not connected
-	StateRTS       QPState = QPState(rdmap.StateRTS)       // connected
-	StateClosing   QPState = QPState(rdmap.StateClosing)   // orderly disconnect under way
-	StateTerminate QPState = QPState(rdmap.StateTerminate) // a Terminate was sent or received
-	StateError     QPState = QPState(rdmap.StateError)     // torn down, work flushed
+	StateIdle      = rdma.StateIdle
+	StateRTS       = rdma.StateRTS
+	StateClosing   = rdma.StateClosing
+	StateTerminate = rdma.StateTerminate
+	StateError     = rdma.StateError
 )
-
-// String names the state.
-func (s QPState) String() string { return rdmap.State(s).String() }
 
 // QP is a queue pair: the endpoint of one RDMA connection. Post work to it
 // with PostSend and PostRecv; completions arrive on its CQs.
@@ -185,7 +186,7 @@ func (qp *QP) forget() {
 func (qp *QP) PD() *PD { return qp.pd }
 
 // State returns the QP's state.
-func (qp *QP) State() QPState { return QPState(qp.e.State()) }
+func (qp *QP) State() QPState { return qp.e.State() }
 
 // Err returns why the QP left StateRTS (a *TerminateError, ErrDisconnected,
 // ErrPeerDisconnected, a connection error...), or nil.

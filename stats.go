@@ -63,7 +63,7 @@ func snapshot(c *rdmap.Counters) Stats {
 		FPDUsByWaiters: c.FPDUsByWaiters,
 	}
 	for _, t := range c.Terminates() {
-		s.Terminates = append(s.Terminates, TerminateCount{Code: termCode(t.Code), Other: t.Other, Sent: t.Sent, Received: t.Received})
+		s.Terminates = append(s.Terminates, TerminateCount{Code: t.Code, Other: t.Other, Sent: t.Sent, Received: t.Received})
 	}
 	return s
 }

@@ -3,6 +3,7 @@ package iwarp
 import (
 	"github.com/goiwarp/iwarp/internal/rdmap"
 	"github.com/goiwarp/iwarp/internal/verbs"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // Opcode is the operation of a work request or a completion.
@@ -132,30 +133,20 @@ type RecvWR struct {
 	SGL []SGE
 }
 
-// Status is the outcome of a work request.
-type Status uint8
+// Status is the outcome of a work request (see package rdma for each
+// value's meaning).
+type Status = rdma.Status
 
 // Completion statuses.
 const (
-	// StatusSuccess: the work request completed. For a Send or Write it
-	// means the data was handed to TCP, not that the peer placed it.
-	StatusSuccess Status = Status(rdmap.StatusSuccess)
-	// StatusFlushed: not completed: the QP left RTS first.
-	StatusFlushed Status = Status(rdmap.StatusFlushed)
-	// StatusLocalLength: a received message did not fit the posted buffers.
-	StatusLocalLength Status = Status(rdmap.StatusLocalLength)
-	// StatusLocalProtection: an SGE no longer covered by its region.
-	StatusLocalProtection Status = Status(rdmap.StatusLocalProtection)
-	// StatusRemoteAccess: the peer refused the access (its Terminate).
-	StatusRemoteAccess Status = Status(rdmap.StatusRemoteAccess)
-	// StatusRemoteOperation: the peer failed the operation (its Terminate).
-	StatusRemoteOperation Status = Status(rdmap.StatusRemoteOperation)
-	// StatusFatal: the connection failed.
-	StatusFatal Status = Status(rdmap.StatusFatal)
+	StatusSuccess         = rdma.StatusSuccess
+	StatusFlushed         = rdma.StatusFlushed
+	StatusLocalLength     = rdma.StatusLocalLength
+	StatusLocalProtection = rdma.StatusLocalProtection
+	StatusRemoteAccess    = rdma.StatusRemoteAccess
+	StatusRemoteOperation = rdma.StatusRemoteOperation
+	StatusFatal           = rdma.StatusFatal
 )
-
-// String names the status.
-func (s Status) String() string { return rdmap.Status(s).String() }
 
 // Completion reports a finished work request.
 type Completion struct {
@@ -196,7 +187,7 @@ var fromEngineOp = [...]Opcode{
 
 // completion converts an engine completion.
 func completion(e *rdmap.Completion, q *verbs.QP) Completion {
-	c := Completion{ID: e.ID, Status: Status(e.Status), Len: int(e.Len), Err: e.Err}
+	c := Completion{ID: e.ID, Status: e.Status, Len: int(e.Len), Err: e.Err}
 	if int(e.Op) < len(fromEngineOp) {
 		c.Op = fromEngineOp[e.Op]
 	}

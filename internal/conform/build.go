@@ -2,6 +2,7 @@ package conform
 
 import (
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // ULPDU is one DDP segment as the hostile peer sends it: the DDP header
@@ -60,7 +61,7 @@ func (u ULPDU) WithDDPVersion(v uint8) ULPDU {
 // and DDP header attached (M and D set) when attach is AttachDDP or
 // AttachRDMA, also its RDMA header (R) with AttachRDMA. rv is the RDMAP
 // version in use; the Terminate is the receiver's first (MSN 1).
-func TerminateULPDU(rv uint8, code wire.TermCode, attach Attach, offending ULPDU) []byte {
+func TerminateULPDU(rv uint8, code rdma.TermCode, attach Attach, offending ULPDU) []byte {
 	t := wire.Terminate{Code: code}
 	if attach >= AttachDDP {
 		t.M, t.D, t.SegLenPresent = true, true, true

@@ -5,7 +5,7 @@ import (
 	"net"
 
 	"github.com/goiwarp/iwarp/internal/mpa"
-	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // Need is what a case requires of the responder or of the startup; a case
@@ -74,7 +74,7 @@ const (
 // Want is a case's expected outcome.
 type Want struct {
 	Kind   WantKind
-	Code   wire.TermCode // for WantTerminate
+	Code   rdma.TermCode // for WantTerminate
 	Attach Attach        // for WantTerminate: what RFC 5040 §4.8 attaches
 }
 

@@ -1,6 +1,9 @@
 package conform
 
-import "github.com/goiwarp/iwarp/internal/wire"
+import (
+	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
+)
 
 // All returns the whole suite, in report order. Every call returns fresh
 // values, so callers may filter or change them.
@@ -14,7 +17,7 @@ func All() []*Case {
 
 // terminate is the Want of a case that expects code with the headers of
 // attach.
-func terminate(code wire.TermCode, attach Attach) Want {
+func terminate(code rdma.TermCode, attach Attach) Want {
 	return Want{Kind: WantTerminate, Code: code, Attach: attach}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // ddpCases break the DDP header and the untagged buffer model (RFC 5041
@@ -17,7 +18,7 @@ func ddpCases() []*Case {
 			Script: func(s *Session) error {
 				return s.SendOffending(Tagged(s.RV, wire.OpWrite, true, 0x77, 0, nil).WithDDPVersion(0))
 			},
-			Want: terminate(wire.TermDDPTaggedVersion, AttachDDP),
+			Want: terminate(rdma.TermDDPTaggedVersion, AttachDDP),
 		},
 		{
 			Name: "DDP/untagged-DDP-version-2/DDP-2-0x06", Category: "DDP header",
@@ -25,7 +26,7 @@ func ddpCases() []*Case {
 			Script: func(s *Session) error {
 				return s.SendOffending(s.sendMsg([]byte("version")).WithDDPVersion(2))
 			},
-			Want: terminate(wire.TermDDPUntaggedVersion, AttachDDP),
+			Want: terminate(rdma.TermDDPUntaggedVersion, AttachDDP),
 		},
 		{
 			Name: "DDP/invalid-QN-5/DDP-2-0x01", Category: "DDP header",
@@ -33,7 +34,7 @@ func ddpCases() []*Case {
 			Script: func(s *Session) error {
 				return s.SendOffending(Untagged(s.RV, wire.OpSend, true, 5, 1, 0, []byte("qn")))
 			},
-			Want: terminate(wire.TermDDPInvalidQN, AttachDDP),
+			Want: terminate(rdma.TermDDPInvalidQN, AttachDDP),
 		},
 		{
 			Name: "DDP/Send-MSN-out-of-range/DDP-2-0x03", Category: "MSN",
@@ -41,7 +42,7 @@ func ddpCases() []*Case {
 			Script: func(s *Session) error {
 				return s.SendOffending(Untagged(s.RV, wire.OpSend, true, wire.QNSend, 1000, 0, []byte("far")))
 			},
-			Want: terminate(wire.TermDDPMSNRange, AttachDDP),
+			Want: terminate(rdma.TermDDPMSNRange, AttachDDP),
 		},
 		{
 			Name: "DDP/Send-MSN-replayed/DDP-2-0x03", Category: "MSN",
@@ -53,7 +54,7 @@ func ddpCases() []*Case {
 				s.msn[wire.QNSend] = 2
 				return s.SendOffending(Untagged(s.RV, wire.OpSend, true, wire.QNSend, 1, 0, []byte("again")))
 			},
-			Want: terminate(wire.TermDDPMSNRange, AttachDDP),
+			Want: terminate(rdma.TermDDPMSNRange, AttachDDP),
 		},
 		{
 			Name: "DDP/Send-MO-gap/DDP-2-0x04", Category: "MO",
@@ -65,7 +66,7 @@ func ddpCases() []*Case {
 				}
 				return s.SendOffending(Untagged(s.RV, wire.OpSend, true, wire.QNSend, msn, 100, []byte("efgh")))
 			},
-			Want: terminate(wire.TermDDPInvalidMO, AttachDDP),
+			Want: terminate(rdma.TermDDPInvalidMO, AttachDDP),
 		},
 		{
 			Name: "DDP/Send-MO-overlap/DDP-2-0x04", Category: "MO",
@@ -77,7 +78,7 @@ func ddpCases() []*Case {
 				}
 				return s.SendOffending(Untagged(s.RV, wire.OpSend, true, wire.QNSend, msn, 4, []byte("efgh")))
 			},
-			Want: terminate(wire.TermDDPInvalidMO, AttachDDP),
+			Want: terminate(rdma.TermDDPInvalidMO, AttachDDP),
 		},
 		{
 			Name: "DDP/Send-longer-than-buffer/DDP-2-0x05", Category: "MO",
@@ -85,7 +86,7 @@ func ddpCases() []*Case {
 			Script: func(s *Session) error {
 				return s.SendOffending(s.sendMsg(bytes.Repeat([]byte{0x5A}, 8000)))
 			},
-			Want: terminate(wire.TermDDPTooLong, AttachDDP),
+			Want: terminate(rdma.TermDDPTooLong, AttachDDP),
 		},
 		{
 			Name: "DDP/Sends-beyond-posted-receives/DDP-2-0x02", Category: "MSN",
@@ -101,7 +102,7 @@ func ddpCases() []*Case {
 				}
 				return s.Raw(burst)
 			},
-			Want: terminate(wire.TermDDPNoBuffer, AttachDDP),
+			Want: terminate(rdma.TermDDPNoBuffer, AttachDDP),
 		},
 		{
 			Name: "DDP/untagged-messages-interleaved/DDP-2-0x03", Category: "MO",
@@ -113,7 +114,7 @@ func ddpCases() []*Case {
 				}
 				return s.SendOffending(Untagged(s.RV, wire.OpSend, true, wire.QNSend, second, 0, []byte("two")))
 			},
-			Want: terminate(wire.TermDDPMSNRange, AttachDDP),
+			Want: terminate(rdma.TermDDPMSNRange, AttachDDP),
 		},
 		{
 			Name: "DDP/tagged-Write-inside-untagged-Send/accepted", Category: "MO", Needs: NeedRegion,

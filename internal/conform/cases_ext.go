@@ -3,6 +3,7 @@ package conform
 import (
 	"github.com/goiwarp/iwarp/internal/mpa"
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // atomicCases break RFC 7306: Atomic Requests and Responses and Immediate
@@ -19,7 +20,7 @@ func atomicCases() []*Case {
 			Name: "Atomic/misaligned-TO/RDMAP-2-0x07", Category: "atomics", Needs: need,
 			Spec:   "RFC 7306 §5.2.1 (the Remote TO must be 64-bit aligned; code: the project's, as Linux siw): Terminate RDMAP/remote operation 0x07",
 			Script: atomic(func(s *Session) wire.AtomicRequest { return FetchAdd(1, s.main().STag, s.main().TO+4, 1) }),
-			Want:   terminate(wire.TermRDMAPStreamCatastroph, AttachDDP),
+			Want:   terminate(rdma.TermRDMAPStreamCatastroph, AttachDDP),
 		},
 		{
 			Name: "Atomic/past-end/RDMAP-1-0x01", Category: "atomics", Needs: need,
@@ -27,13 +28,13 @@ func atomicCases() []*Case {
 			Script: atomic(func(s *Session) wire.AtomicRequest {
 				return FetchAdd(2, s.main().STag, s.main().TO+uint64(s.main().Len), 1)
 			}),
-			Want: terminate(wire.TermRDMAPBaseBounds, AttachDDP),
+			Want: terminate(rdma.TermRDMAPBaseBounds, AttachDDP),
 		},
 		{
 			Name: "Atomic/unregistered-STag/RDMAP-1-0x00", Category: "atomics", Needs: NeedRFC7306 | NeedIRD,
 			Spec:   "RFC 7306 §8.1: an Atomic Request naming an invalid STag: Terminate RDMAP/remote protection 0x00",
 			Script: atomic(func(s *Session) wire.AtomicRequest { return FetchAdd(3, s.unknownSTag(), s.main().TO, 1) }),
-			Want:   terminate(wire.TermRDMAPInvalidSTag, AttachDDP),
+			Want:   terminate(rdma.TermRDMAPInvalidSTag, AttachDDP),
 		},
 		{
 			Name: "Atomic/without-atomic-access/RDMAP-1-0x02", Category: "atomics", Needs: need | NeedReadOnly,
@@ -42,7 +43,7 @@ func atomicCases() []*Case {
 				r := s.slot(SlotReadOnly)
 				return FetchAdd(4, r.STag, r.TO, 1)
 			}),
-			Want: terminate(wire.TermRDMAPAccessRights, AttachDDP),
+			Want: terminate(rdma.TermRDMAPAccessRights, AttachDDP),
 		},
 		{
 			Name: "Atomic/unknown-AOpCode/RDMAP-2-0x06", Category: "atomics", Needs: need,
@@ -52,7 +53,7 @@ func atomicCases() []*Case {
 				r.AOpCode = 0x7
 				return r
 			}),
-			Want: terminate(wire.TermRDMAPUnexpectedOpcode, AttachDDP),
+			Want: terminate(rdma.TermRDMAPUnexpectedOpcode, AttachDDP),
 		},
 		{
 			Name: "Atomic/Atomic-Response-unsolicited/RDMAP-2-0x06", Category: "responses", Needs: NeedRFC7306,
@@ -60,7 +61,7 @@ func atomicCases() []*Case {
 			Script: func(s *Session) error {
 				return s.SendOffending(Untagged(s.RV, wire.OpAtomicResponse, true, wire.QNResponse, s.NextMSN(wire.QNResponse), 0, make([]byte, 12)))
 			},
-			Want: terminate(wire.TermRDMAPUnexpectedOpcode, AttachDDP),
+			Want: terminate(rdma.TermRDMAPUnexpectedOpcode, AttachDDP),
 		},
 		{
 			Name: "Atomic/Immediate-Data-7-octets/RDMAP-2-0xFF", Category: "immediate data", Needs: NeedRFC7306,
@@ -68,7 +69,7 @@ func atomicCases() []*Case {
 			Script: func(s *Session) error {
 				return s.SendOffending(Untagged(s.RV, wire.OpImmediate, true, wire.QNSend, s.NextMSN(wire.QNSend), 0, make([]byte, 7)))
 			},
-			Want: terminate(wire.TermRDMAPOpUnspecified, AttachDDP),
+			Want: terminate(rdma.TermRDMAPOpUnspecified, AttachDDP),
 		},
 		{
 			Name: "Atomic/FetchAdd-not-negotiated/accepted", Category: "extensions not negotiated", Needs: NeedNoRFC7306 | NeedRegion | NeedIRD,
@@ -91,7 +92,7 @@ func v2Cases() []*Case {
 			Script: func(s *Session) error {
 				return s.SendOffending(Untagged(wire.RDMAPVersion2, wire.OpSendImm, true, wire.QNSend, s.NextMSN(wire.QNSend), 0, make([]byte, 8)))
 			},
-			Want: terminate(wire.TermRDMAPInvalidVersion, AttachDDP),
+			Want: terminate(rdma.TermRDMAPInvalidVersion, AttachDDP),
 		},
 		{
 			Name: "V2/RDMAP-version-1-after-V2/RDMAP-2-0x05", Category: "V2", Needs: NeedV2,
@@ -99,7 +100,7 @@ func v2Cases() []*Case {
 			Script: func(s *Session) error {
 				return s.SendOffending(Untagged(wire.RDMAPVersion1, wire.OpSend, true, wire.QNSend, s.NextMSN(wire.QNSend), 0, []byte("v1")))
 			},
-			Want: terminate(wire.TermRDMAPInvalidVersion, AttachDDP),
+			Want: terminate(rdma.TermRDMAPInvalidVersion, AttachDDP),
 		},
 		{
 			Name: "V2/undefined-opcode-0x17/RDMAP-2-0x06", Category: "V2", Needs: NeedV2,
@@ -107,7 +108,7 @@ func v2Cases() []*Case {
 			Script: func(s *Session) error {
 				return s.SendOffending(Untagged(wire.RDMAPVersion2, 0x17, true, wire.QNSend, s.NextMSN(wire.QNSend), 0, []byte("x")))
 			},
-			Want: terminate(wire.TermRDMAPUnexpectedOpcode, AttachDDP),
+			Want: terminate(rdma.TermRDMAPUnexpectedOpcode, AttachDDP),
 		},
 		{
 			Name: "V2/Read-V2-Response-unsolicited/RDMAP-2-0x06", Category: "responses", Needs: NeedV2,
@@ -115,7 +116,7 @@ func v2Cases() []*Case {
 			Script: func(s *Session) error {
 				return s.SendOffending(Untagged(wire.RDMAPVersion2, wire.OpReadV2Response, true, wire.QNResponse, s.NextMSN(wire.QNResponse), 0, pattern(4)))
 			},
-			Want: terminate(wire.TermRDMAPUnexpectedOpcode, AttachDDP),
+			Want: terminate(rdma.TermRDMAPUnexpectedOpcode, AttachDDP),
 		},
 		{
 			Name: "V2/Send-with-Immediate-7-octets/RDMAP-2-0xFF", Category: "immediate data", Needs: NeedV2,
@@ -123,7 +124,7 @@ func v2Cases() []*Case {
 			Script: func(s *Session) error {
 				return s.SendOffending(Untagged(wire.RDMAPVersion2, wire.OpSendImm, true, wire.QNSend, s.NextMSN(wire.QNSend), 0, make([]byte, 7)))
 			},
-			Want: terminate(wire.TermRDMAPOpUnspecified, AttachDDP),
+			Want: terminate(rdma.TermRDMAPOpUnspecified, AttachDDP),
 		},
 	}
 }

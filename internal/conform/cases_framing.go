@@ -5,6 +5,7 @@ import (
 
 	"github.com/goiwarp/iwarp/internal/fpdu"
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // framingCases break MPA full operation (RFC 5044 §4-§6).
@@ -27,7 +28,7 @@ func basicFramingCases() []*Case {
 				b[len(b)-1] ^= 0x01
 				return s.Raw(b)
 			},
-			Want: terminate(wire.TermLLPCRC, AttachNone),
+			Want: terminate(rdma.TermLLPCRC, AttachNone),
 		},
 		{
 			Name: "Framing/ULPDU_Length-below-DDP-header/LLP-0-0x03", Category: "framing",
@@ -38,7 +39,7 @@ func basicFramingCases() []*Case {
 				}
 				return s.Raw(RawFPDU(s.Params.CRC, []byte{0x41, 0x43, 0x01, 0x00}))
 			},
-			Want: terminate(wire.TermLLPMarker, AttachNone),
+			Want: terminate(rdma.TermLLPMarker, AttachNone),
 		},
 		{
 			Name: "Framing/marker-FPDUPTR-mismatch/LLP-0-0x03", Category: "framing",
@@ -57,7 +58,7 @@ func basicFramingCases() []*Case {
 				}
 				return s.Raw(b)
 			},
-			Want: terminate(wire.TermLLPMarker, AttachNone),
+			Want: terminate(rdma.TermLLPMarker, AttachNone),
 		},
 		{
 			Name: "Framing/ULPDU_Length-65535-then-FIN/torn-down", Category: "framing",

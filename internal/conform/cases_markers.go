@@ -6,6 +6,7 @@ import (
 
 	"github.com/goiwarp/iwarp/internal/fpdu"
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // markerCRCCases are the marker cases that need CRCs: they check that the
@@ -60,7 +61,7 @@ func markerCRCCases() []*Case {
 				binary.LittleEndian.PutUint32(b[crcAt:], fpdu.CRC32c(b[:crcAt-fpdu.MarkerLen]))
 				return s.Raw(b)
 			},
-			Want: terminate(wire.TermLLPCRC, AttachNone),
+			Want: terminate(rdma.TermLLPCRC, AttachNone),
 		},
 		{
 			Name: "Framing/marker-reserved-bits-set/accepted", Category: "framing",

@@ -2,6 +2,7 @@ package conform
 
 import (
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // rdmapCases break the RDMAP layer (RFC 5040 §4, §5.5, §7) and send the
@@ -15,7 +16,7 @@ func rdmapCases() []*Case {
 				u := Untagged(0, wire.OpSend, true, wire.QNSend, s.NextMSN(wire.QNSend), 0, []byte("rv0"))
 				return s.SendOffending(u)
 			},
-			Want: terminate(wire.TermRDMAPInvalidVersion, AttachDDP),
+			Want: terminate(rdma.TermRDMAPInvalidVersion, AttachDDP),
 		},
 		{
 			Name: "RDMAP/undefined-opcode-0xC/RDMAP-2-0x06", Category: "RDMAP header",
@@ -23,7 +24,7 @@ func rdmapCases() []*Case {
 			Script: func(s *Session) error {
 				return s.SendOffending(Untagged(s.RV, 0xC, true, wire.QNSend, s.NextMSN(wire.QNSend), 0, []byte("op")))
 			},
-			Want: terminate(wire.TermRDMAPUnexpectedOpcode, AttachDDP),
+			Want: terminate(rdma.TermRDMAPUnexpectedOpcode, AttachDDP),
 		},
 		{
 			Name: "RDMAP/Read-Response-unsolicited/RDMAP-2-0x06", Category: "responses",
@@ -31,7 +32,7 @@ func rdmapCases() []*Case {
 			Script: func(s *Session) error {
 				return s.SendOffending(Tagged(s.RV, wire.OpReadResponse, true, 0x00ABCD03, 0, pattern(8)))
 			},
-			Want: terminate(wire.TermRDMAPUnexpectedOpcode, AttachDDP),
+			Want: terminate(rdma.TermRDMAPUnexpectedOpcode, AttachDDP),
 		},
 		{
 			Name: "RDMAP/Send-with-Invalidate-unknown-STag/RDMAP-2-0x09", Category: "invalidation",
@@ -41,7 +42,7 @@ func rdmapCases() []*Case {
 				putInvSTag(u.Bytes, s.unknownSTag())
 				return s.SendOffending(u)
 			},
-			Want: terminate(wire.TermRDMAPOpInvalidate, AttachDDP),
+			Want: terminate(rdma.TermRDMAPOpInvalidate, AttachDDP),
 		},
 		{
 			Name: "RDMAP/garbage-Terminate-from-peer/closed", Category: "Terminate from the peer",

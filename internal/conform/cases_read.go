@@ -3,6 +3,7 @@ package conform
 import (
 	"github.com/goiwarp/iwarp/internal/mpa"
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // readCases send RDMA Read Requests the responder must refuse (RFC 5040
@@ -23,7 +24,7 @@ func readCases() []*Case {
 			Name: "Read/unregistered-source-STag/RDMAP-1-0x00", Category: "Read Request", Needs: NeedIRD,
 			Spec:   "RFC 5040 §7.1: a Read Request naming an invalid Data Source STag: Terminate RDMAP/remote protection 0x00",
 			Script: read(func(s *Session) wire.ReadRequest { return src(s.unknownSTag(), s.main().TO, 16) }),
-			Want:   terminate(wire.TermRDMAPInvalidSTag, AttachRDMA),
+			Want:   terminate(rdma.TermRDMAPInvalidSTag, AttachRDMA),
 		},
 		{
 			Name: "Read/without-read-access/RDMAP-1-0x02", Category: "Read Request", Needs: need | NeedWriteOnly,
@@ -32,19 +33,19 @@ func readCases() []*Case {
 				r := s.slot(SlotWriteOnly)
 				return src(r.STag, r.TO, 16)
 			}),
-			Want: terminate(wire.TermRDMAPAccessRights, AttachRDMA),
+			Want: terminate(rdma.TermRDMAPAccessRights, AttachRDMA),
 		},
 		{
 			Name: "Read/past-end/RDMAP-1-0x01", Category: "Read Request", Needs: need,
 			Spec:   "RFC 5040 §7.1: a Read Request past the end of the source buffer: Terminate RDMAP/remote protection 0x01",
 			Script: read(func(s *Session) wire.ReadRequest { return src(s.main().STag, s.main().TO+uint64(s.main().Len)-8, 16) }),
-			Want:   terminate(wire.TermRDMAPBaseBounds, AttachRDMA),
+			Want:   terminate(rdma.TermRDMAPBaseBounds, AttachRDMA),
 		},
 		{
 			Name: "Read/4GiB-request/RDMAP-1-0x01", Category: "Read Request", Needs: need,
 			Spec:   "RFC 5040 §7.1: a Read Request of 2^32-1 octets from a smaller buffer is out of bounds: Terminate RDMAP/remote protection 0x01, no data sent",
 			Script: read(func(s *Session) wire.ReadRequest { return src(s.main().STag, s.main().TO, 0xFFFFFFFF) }),
-			Want:   terminate(wire.TermRDMAPBaseBounds, AttachRDMA),
+			Want:   terminate(rdma.TermRDMAPBaseBounds, AttachRDMA),
 		},
 		{
 			Name: "Read/other-PD-STag/RDMAP-1-0x03", Category: "Read Request", Needs: need | NeedOtherPD,
@@ -53,13 +54,13 @@ func readCases() []*Case {
 				r := s.slot(SlotOtherPD)
 				return src(r.STag, r.TO, 16)
 			}),
-			Want: terminate(wire.TermRDMAPSTagNotAssoc, AttachRDMA),
+			Want: terminate(rdma.TermRDMAPSTagNotAssoc, AttachRDMA),
 		},
 		{
 			Name: "Read/TO-wrap/RDMAP-1-0x04", Category: "Read Request", Needs: need,
 			Spec:   "RFC 5040 §7.1: a source TO plus length that wraps past 2^64: Terminate RDMAP/remote protection 0x04",
 			Script: read(func(s *Session) wire.ReadRequest { return src(s.main().STag, ^uint64(0)-3, 16) }),
-			Want:   terminate(wire.TermRDMAPTOWrap, AttachRDMA),
+			Want:   terminate(rdma.TermRDMAPTOWrap, AttachRDMA),
 		},
 		{
 			Name: "Read/MSN-out-of-range/DDP-2-0x03", Category: "Read Request", Needs: NeedIRD,
@@ -67,7 +68,7 @@ func readCases() []*Case {
 			Script: func(s *Session) error {
 				return s.SendOffending(ReadRequest(s.RV, 500, src(s.main().STag, s.main().TO, 16)))
 			},
-			Want: terminate(wire.TermDDPMSNRange, AttachRDMA),
+			Want: terminate(rdma.TermDDPMSNRange, AttachRDMA),
 		},
 		{
 			Name: "Read/IRD-exceeded/RDMAP-2-0x07", Category: "Read Request", Needs: need,
@@ -84,7 +85,7 @@ func readCases() []*Case {
 				}
 				return s.Raw(burst)
 			},
-			Want: terminate(wire.TermRDMAPStreamCatastroph, AttachRDMA),
+			Want: terminate(rdma.TermRDMAPStreamCatastroph, AttachRDMA),
 		},
 		{
 			Name: "Read/zero-length-unknown-STags/accepted", Category: "Read Request", Needs: NeedIRD,

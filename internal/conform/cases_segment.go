@@ -1,6 +1,9 @@
 package conform
 
-import "github.com/goiwarp/iwarp/internal/wire"
+import (
+	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
+)
 
 // segmentCases break the rules that tie a message's segments together:
 // single-segment messages (Read Request, Read V2 Request, Atomic Request,
@@ -41,8 +44,8 @@ func segmentCases() []*Case {
 		}
 	}
 	const opcodeChanged = "RFC 5041 §5 and RFC 5040 §4.2: every segment of a message carries the message's opcode (the V2 draft's Appendix A.3: a Send with Immediate's L=1 segment is its immediate segment); a continuing segment with another opcode: Terminate RDMAP/remote operation 0x06 (unexpected opcode; code: the project's, docs/wire.md)"
-	tooLong := terminate(wire.TermDDPTooLong, AttachDDP)
-	badMO := terminate(wire.TermDDPInvalidMO, AttachDDP)
+	tooLong := terminate(rdma.TermDDPTooLong, AttachDDP)
+	badMO := terminate(rdma.TermDDPInvalidMO, AttachDDP)
 	return []*Case{
 		{Name: "Segment/Read-Request-L0/DDP-2-0x05", Category: "single-segment messages", Needs: NeedRegion | NeedIRD, Spec: notLast,
 			Script: single(wire.OpReadRequest, wire.QNReadReq, false, 0, readReq), Want: tooLong},
@@ -61,10 +64,10 @@ func segmentCases() []*Case {
 		{Name: "Segment/Immediate-Data-MO-8/DDP-2-0x04", Category: "single-segment messages", Needs: NeedRFC7306, Spec: notMO0,
 			Script: single(wire.OpImmediate, wire.QNSend, true, 8, immediate), Want: badMO},
 		{Name: "Segment/Send-with-Immediate-ended-by-Send/RDMAP-2-0x06", Category: "continuing segments", Needs: NeedV2, Spec: opcodeChanged,
-			Script: continued(wire.OpSendImm, wire.OpSend, pattern(4)), Want: terminate(wire.TermRDMAPUnexpectedOpcode, AttachDDP)},
+			Script: continued(wire.OpSendImm, wire.OpSend, pattern(4)), Want: terminate(rdma.TermRDMAPUnexpectedOpcode, AttachDDP)},
 		{Name: "Segment/Send-ended-by-Send-with-Immediate/RDMAP-2-0x06", Category: "continuing segments", Needs: NeedV2, Spec: opcodeChanged,
-			Script: continued(wire.OpSend, wire.OpSendImm, make([]byte, wire.ImmediateDataLen)), Want: terminate(wire.TermRDMAPUnexpectedOpcode, AttachDDP)},
+			Script: continued(wire.OpSend, wire.OpSendImm, make([]byte, wire.ImmediateDataLen)), Want: terminate(rdma.TermRDMAPUnexpectedOpcode, AttachDDP)},
 		{Name: "Segment/Send-ended-by-Send-with-SE/RDMAP-2-0x06", Category: "continuing segments", Spec: opcodeChanged,
-			Script: continued(wire.OpSend, wire.OpSendSE, pattern(4)), Want: terminate(wire.TermRDMAPUnexpectedOpcode, AttachDDP)},
+			Script: continued(wire.OpSend, wire.OpSendSE, pattern(4)), Want: terminate(rdma.TermRDMAPUnexpectedOpcode, AttachDDP)},
 	}
 }

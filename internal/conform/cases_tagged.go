@@ -2,6 +2,7 @@ package conform
 
 import (
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // taggedCases aim RDMA Writes at memory they may not touch (RFC 5041
@@ -21,43 +22,43 @@ func taggedCases() []*Case {
 			Name: "Tagged/Write-unregistered-STag/DDP-1-0x00", Category: "tagged placement",
 			Spec:   "RFC 5041 §7.2: a tagged segment naming an STag that is not valid: Terminate DDP/tagged 0x00",
 			Script: write(func(s *Session) uint32 { return s.unknownSTag() }, mainTO, 16),
-			Want:   terminate(wire.TermDDPInvalidSTag, AttachDDP),
+			Want:   terminate(rdma.TermDDPInvalidSTag, AttachDDP),
 		},
 		{
 			Name: "Tagged/Write-other-PD-STag/DDP-1-0x02", Category: "tagged placement", Needs: NeedOtherPD,
 			Spec:   "RFC 5041 §7.2, RFC 5042 §5.1: an STag of another protection domain is not associated with the stream: Terminate DDP/tagged 0x02",
 			Script: write(slotSTag(SlotOtherPD), slotTO(SlotOtherPD), 16),
-			Want:   terminate(wire.TermDDPSTagNotAssoc, AttachDDP),
+			Want:   terminate(rdma.TermDDPSTagNotAssoc, AttachDDP),
 		},
 		{
 			Name: "Tagged/Write-without-write-access/DDP-1-0x00", Category: "tagged placement", Needs: NeedReadOnly,
 			Spec:   "RFC 5040 §5.3 (no DDP code for access rights; the project and Linux siw use the invalid-STag code): Terminate DDP/tagged 0x00",
 			Script: write(slotSTag(SlotReadOnly), slotTO(SlotReadOnly), 16),
-			Want:   terminate(wire.TermDDPInvalidSTag, AttachDDP),
+			Want:   terminate(rdma.TermDDPInvalidSTag, AttachDDP),
 		},
 		{
 			Name: "Tagged/Write-past-end/DDP-1-0x01", Category: "tagged placement", Needs: NeedRegion,
 			Spec:   "RFC 5041 §7.2: a tagged segment that runs past the end of the buffer: Terminate DDP/tagged 0x01 (base or bounds)",
 			Script: write(mainSTag, func(s *Session) uint64 { return s.main().TO + uint64(s.main().Len) - 8 }, 16),
-			Want:   terminate(wire.TermDDPBaseBounds, AttachDDP),
+			Want:   terminate(rdma.TermDDPBaseBounds, AttachDDP),
 		},
 		{
 			Name: "Tagged/Write-TO-wrap/DDP-1-0x03", Category: "tagged placement", Needs: NeedRegion,
 			Spec:   "RFC 5041 §7.2: a tagged segment whose TO plus length wraps past 2^64: Terminate DDP/tagged 0x03",
 			Script: write(mainSTag, func(*Session) uint64 { return ^uint64(0) - 3 }, 16),
-			Want:   terminate(wire.TermDDPTOWrap, AttachDDP),
+			Want:   terminate(rdma.TermDDPTOWrap, AttachDDP),
 		},
 		{
 			Name: "Tagged/Write-invalidated-STag/DDP-1-0x00", Category: "tagged placement", Needs: NeedInvalidated,
 			Spec:   "RFC 5040 §5.2, RFC 5041 §7.2: an STag invalidated (deregistered) before the Write is invalid at once: Terminate DDP/tagged 0x00",
 			Script: write(slotSTag(SlotInvalidated), slotTO(SlotInvalidated), 16),
-			Want:   terminate(wire.TermDDPInvalidSTag, AttachDDP),
+			Want:   terminate(rdma.TermDDPInvalidSTag, AttachDDP),
 		},
 		{
 			Name: "Tagged/Write-re-keyed-old-STag/DDP-1-0x00", Category: "tagged placement", Needs: NeedRekeyed,
 			Spec:   "RFC 5040 §5.2: after a region's key changed, its old STag is invalid: Terminate DDP/tagged 0x00",
 			Script: write(slotSTag(SlotRekeyed), slotTO(SlotRekeyed), 16),
-			Want:   terminate(wire.TermDDPInvalidSTag, AttachDDP),
+			Want:   terminate(rdma.TermDDPInvalidSTag, AttachDDP),
 		},
 		{
 			Name: "Tagged/zero-length-Write-unknown-STag/accepted", Category: "tagged placement",

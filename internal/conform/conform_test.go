@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // TestSuiteShape: at least 40 cases, unique names of the form
@@ -95,7 +96,7 @@ func TestAdvertGolden(t *testing.T) {
 // header and the 28-byte RDMA header).
 func TestTerminateULPDUGolden(t *testing.T) {
 	rr := ReadRequest(wire.RDMAPVersion1, 1, wire.ReadRequest{SinkSTag: 0x11, SinkTO: 0x22, Size: 16, SrcSTag: 0x33, SrcTO: 0x44})
-	got := TerminateULPDU(wire.RDMAPVersion1, wire.TermRDMAPInvalidSTag, AttachRDMA, rr)
+	got := TerminateULPDU(wire.RDMAPVersion1, rdma.TermRDMAPInvalidSTag, AttachRDMA, rr)
 	if len(got) != 18+4+2+18+28 {
 		t.Fatalf("length %d", len(got))
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // ObsKind is what the responder did.
@@ -71,11 +72,11 @@ func (o Observation) String() string {
 }
 
 // codeName is the compact code notation used in case names: layer-type-code.
-func codeName(c wire.TermCode) string {
+func codeName(c rdma.TermCode) string {
 	layer := [...]string{"RDMAP", "DDP", "LLP"}
-	l := fmt.Sprintf("layer%d", c.Layer)
-	if int(c.Layer) < len(layer) {
-		l = layer[c.Layer]
+	l := fmt.Sprintf("layer%d", c.Layer())
+	if int(c.Layer()) < len(layer) {
+		l = layer[c.Layer()]
 	}
-	return fmt.Sprintf("%s-%d-0x%02X", l, c.Type, c.Code)
+	return fmt.Sprintf("%s-%d-0x%02X", l, c.Type(), c.Code())
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/goiwarp/iwarp/internal/fpdu"
 	"github.com/goiwarp/iwarp/internal/vectors"
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // The wire vectors (internal/vectors/testdata, see its README) are the
@@ -116,7 +117,7 @@ func TestFPDUVectors(t *testing.T) {
 	}
 	untagged(15, wire.OpTerminate, 2, 1, 0, true, 0)
 	term := &f[15].ULPDU.Terminate
-	if term.Code != wire.TermDDPInvalidQN || !term.M || !term.D || !term.R || term.DDPSegLen != 46 || len(term.DDPHeader) != 18 || len(term.RDMAHeader) != 28 {
+	if term.Code != rdma.TermDDPInvalidQN || !term.M || !term.D || !term.R || term.DDPSegLen != 46 || len(term.DDPHeader) != 18 || len(term.RDMAHeader) != 28 {
 		t.Errorf("row 15: %+v", term)
 	}
 	line := Line(c, f[15], RenderOptions{Payload: 16})
@@ -561,7 +562,7 @@ func TestSiwTerminate(t *testing.T) {
 	for i := range c.Items {
 		if c.Items[i].Kind == KindFPDU {
 			line = Line(c, &c.Items[i], RenderOptions{})
-			if tm := c.Items[i].ULPDU.Terminate; tm.Code != wire.TermLLPNoRTRModel || tm.Layout != wire.LayoutSiw {
+			if tm := c.Items[i].ULPDU.Terminate; tm.Code != rdma.TermLLPNoRTRModel || tm.Layout != wire.LayoutSiw {
 				t.Errorf("Terminate %+v", tm)
 			}
 		}

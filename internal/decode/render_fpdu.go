@@ -125,7 +125,7 @@ func atomicRequest(b *strings.Builder, r *wire.AtomicRequest) {
 
 func terminate(b *strings.Builder, t *wire.Terminate) {
 	c := t.Code
-	fmt.Fprintf(b, " term=%s/%d/0x%02x(%s; %s) M=%d D=%d R=%d", c.Layer, uint8(c.Type), c.Code, c.TypeName(), c.Name(),
+	fmt.Fprintf(b, " term=%s/%d/0x%02x(%s; %s) M=%d D=%d R=%d", c.Layer(), uint8(c.Type()), c.Code(), c.TypeName(), c.Name(),
 		bit(t.M), bit(t.D), bit(t.R))
 	if t.Layout != wire.LayoutRFC {
 		fmt.Fprintf(b, " layout=%s(raw %s)", t.Layout, hex.EncodeToString(t.Control[:]))

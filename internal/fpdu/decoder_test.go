@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // goldenStreams returns the project's FPDU vector streams and the siw
@@ -224,13 +225,13 @@ func TestDecoderErrors(t *testing.T) {
 		stream []byte
 		opts   Options
 		err    error
-		code   wire.TermCode
+		code   rdma.TermCode
 	}{
-		{"ULPDU_Length 13", short, Options{}, ErrULPDUTooShort, wire.TermLLPMarker},
-		{"ULPDU_Length above the bound", good, Options{RecvMarkers: true, MaxULPDU: 599}, ErrULPDUTooLong, wire.TermLLPMarker},
-		{"CRC", badCRC, Options{CRC: true, RecvMarkers: true}, ErrCRC, wire.TermLLPCRC},
-		{"marker", badMarker, Options{RecvMarkers: true}, ErrMarker, wire.TermLLPMarker},
-		{"leading marker", good, Options{RecvMarkers: true}, ErrMarker, wire.TermLLPMarker},
+		{"ULPDU_Length 13", short, Options{}, ErrULPDUTooShort, rdma.TermLLPMarker},
+		{"ULPDU_Length above the bound", good, Options{RecvMarkers: true, MaxULPDU: 599}, ErrULPDUTooLong, rdma.TermLLPMarker},
+		{"CRC", badCRC, Options{CRC: true, RecvMarkers: true}, ErrCRC, rdma.TermLLPCRC},
+		{"marker", badMarker, Options{RecvMarkers: true}, ErrMarker, rdma.TermLLPMarker},
+		{"leading marker", good, Options{RecvMarkers: true}, ErrMarker, rdma.TermLLPMarker},
 	} {
 		off := uint64(0)
 		if c.name == "leading marker" {

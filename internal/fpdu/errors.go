@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // Protocol violations found in received FPDUs. Each carries the Terminate
@@ -11,23 +12,23 @@ import (
 var (
 	// ErrCRC: the received CRC does not match the computed CRC32c
 	// (LLP/MPA 0x02). Fatal to the stream.
-	ErrCRC = &wire.ProtocolError{What: "MPA CRC mismatch", Code: wire.TermLLPCRC}
+	ErrCRC = &wire.ProtocolError{What: "MPA CRC mismatch", Code: rdma.TermLLPCRC}
 	// ErrMarker: a marker's FPDUPTR does not point at the FPDU's
 	// ULPDU_Length field (LLP/MPA 0x03). Its reserved octets and the two
 	// low bits of FPDUPTR are ignored (RFC 5044 §4.2).
-	ErrMarker = &wire.ProtocolError{What: "MPA marker does not point at the FPDU start", Code: wire.TermLLPMarker}
+	ErrMarker = &wire.ProtocolError{What: "MPA marker does not point at the FPDU start", Code: rdma.TermLLPMarker}
 	// ErrULPDUTooShort: ULPDU_Length below MinULPDU, shorter than any DDP
 	// header. Reported as LLP/MPA 0x03 ("marker and ULPDU_Length / FPDU
 	// start mismatch"), the only RFC 5044 §8 code about the ULPDU_Length
 	// field; 0x04 is for startup frames only.
-	ErrULPDUTooShort = &wire.ProtocolError{What: "ULPDU_Length below the 14-octet DDP header", Code: wire.TermLLPMarker}
+	ErrULPDUTooShort = &wire.ProtocolError{What: "ULPDU_Length below the 14-octet DDP header", Code: rdma.TermLLPMarker}
 	// ErrULPDUTooLong: ULPDU_Length above the receiver's bound
 	// (Options.MaxULPDU). Same code as ErrULPDUTooShort.
-	ErrULPDUTooLong = &wire.ProtocolError{What: "ULPDU_Length above the receive bound", Code: wire.TermLLPMarker}
+	ErrULPDUTooLong = &wire.ProtocolError{What: "ULPDU_Length above the receive bound", Code: rdma.TermLLPMarker}
 	// ErrTruncated: the stream ended inside an FPDU (LLP/MPA 0x01,
 	// "TCP connection closed, terminated or lost"). DecodeFPDU reports a
 	// buffer that ends inside an FPDU the same way.
-	ErrTruncated = &wire.ProtocolError{What: "stream ended inside an FPDU", Code: wire.TermLLPConnLost}
+	ErrTruncated = &wire.ProtocolError{What: "stream ended inside an FPDU", Code: rdma.TermLLPConnLost}
 )
 
 // Local usage errors: the caller broke the contract; nothing was sent or

@@ -16,6 +16,7 @@ const module = "github.com/goiwarp/iwarp"
 // (capture, decode) sit beside the stack: they may import the protocol
 // packages, and nothing in the stack may import them.
 var rank = map[string]int{
+	"rdma":               -1, // the shared vocabulary (opcodes, statuses, Terminate codes): standard library only
 	"internal/wire":      0,
 	"internal/crc32c":    0, // the MPA CRC (amd64 assembly beside hash/crc32): standard library only
 	"internal/freelist":  0, // bounded free lists of the hot paths' buffers: standard library only

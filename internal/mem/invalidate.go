@@ -1,6 +1,6 @@
 package mem
 
-import "github.com/goiwarp/iwarp/internal/wire"
+import "github.com/goiwarp/iwarp/rdma"
 
 // InvalidateReason says why an invalidation request fails.
 type InvalidateReason uint8
@@ -27,11 +27,11 @@ func (r InvalidateReason) String() string {
 // RDMAP "STag cannot be invalidated" (0x09), with error type 1 (remote
 // protection) for an access failure and type 2 (remote operation)
 // otherwise, as Linux siw reports them (docs/spec/rdmap.md §3).
-func (r InvalidateReason) TermCode() wire.TermCode {
+func (r InvalidateReason) TermCode() rdma.TermCode {
 	if r == InvalidateOtherPD || r == InvalidateNotAllowed {
-		return wire.TermRDMAPProtInvalidate
+		return rdma.TermRDMAPProtInvalidate
 	}
-	return wire.TermRDMAPOpInvalidate
+	return rdma.TermRDMAPOpInvalidate
 }
 
 // CheckRemoteInvalidate checks that a peer on a stream of protection domain

@@ -1,6 +1,6 @@
 package mem
 
-import "github.com/goiwarp/iwarp/internal/wire"
+import "github.com/goiwarp/iwarp/rdma"
 
 // Reason says why an access check failed. The same failure is reported with a
 // DDP code when found while placing a tagged segment (RFC 5041 §7.2) and with
@@ -40,36 +40,36 @@ func (r Reason) String() string {
 // DDPCode returns the DDP tagged-buffer Terminate code for a failed tagged
 // placement (RFC 5041 §7.2). RFC 5041 has no access-rights code; like Linux
 // siw it reports an access violation as an invalid STag.
-func (r Reason) DDPCode() wire.TermCode {
+func (r Reason) DDPCode() rdma.TermCode {
 	switch r {
 	case NotAssociated:
-		return wire.TermDDPSTagNotAssoc
+		return rdma.TermDDPSTagNotAssoc
 	case OutOfBounds:
-		return wire.TermDDPBaseBounds
+		return rdma.TermDDPBaseBounds
 	case TOWrap:
-		return wire.TermDDPTOWrap
+		return rdma.TermDDPTOWrap
 	case Misaligned:
-		return wire.TermRDMAPStreamCatastroph
+		return rdma.TermRDMAPStreamCatastroph
 	}
-	return wire.TermDDPInvalidSTag
+	return rdma.TermDDPInvalidSTag
 }
 
 // RDMAPCode returns the RDMAP Terminate code for a failed check on a Read
 // Request's data source or an atomic's target (RFC 5040 §7.2, remote
 // protection errors). A misaligned atomic target is RDMAP remote operation
 // 0x07 (RFC 7306 §5.1, extensions.md).
-func (r Reason) RDMAPCode() wire.TermCode {
+func (r Reason) RDMAPCode() rdma.TermCode {
 	switch r {
 	case NotAssociated:
-		return wire.TermRDMAPSTagNotAssoc
+		return rdma.TermRDMAPSTagNotAssoc
 	case AccessViolated:
-		return wire.TermRDMAPAccessRights
+		return rdma.TermRDMAPAccessRights
 	case OutOfBounds:
-		return wire.TermRDMAPBaseBounds
+		return rdma.TermRDMAPBaseBounds
 	case TOWrap:
-		return wire.TermRDMAPTOWrap
+		return rdma.TermRDMAPTOWrap
 	case Misaligned:
-		return wire.TermRDMAPStreamCatastroph
+		return rdma.TermRDMAPStreamCatastroph
 	}
-	return wire.TermRDMAPInvalidSTag
+	return rdma.TermRDMAPInvalidSTag
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 func newRegion(t *testing.T, tab *Table, pd uint32, n int, a Access, base uint64) (*Region, []byte) {
@@ -31,18 +31,18 @@ func TestCheckReasons(t *testing.T) {
 		to   uint64
 		n    uint64
 		want Reason
-		ddp  wire.TermCode
-		rd   wire.TermCode
+		ddp  rdma.TermCode
+		rd   rdma.TermCode
 	}{
-		{"ok", s, 1, AccessRemoteWrite, 0x10000, 4096, OK, wire.TermDDPInvalidSTag, wire.TermRDMAPInvalidSTag},
-		{"ok-empty-at-end", s, 1, AccessRemoteRead, 0x11000, 0, OK, wire.TermDDPInvalidSTag, wire.TermRDMAPInvalidSTag},
-		{"wrong-key", s ^ 1, 1, AccessRemoteWrite, 0x10000, 1, InvalidSTag, wire.TermDDPInvalidSTag, wire.TermRDMAPInvalidSTag},
-		{"unknown-index", MakeSTag(s.Index()^1, s.Key()), 1, AccessRemoteWrite, 0x10000, 1, InvalidSTag, wire.TermDDPInvalidSTag, wire.TermRDMAPInvalidSTag},
-		{"other-pd", s, 2, AccessRemoteWrite, 0x10000, 1, NotAssociated, wire.TermDDPSTagNotAssoc, wire.TermRDMAPSTagNotAssoc},
-		{"no-access", s, 1, AccessRemoteAtomic, 0x10000, 8, AccessViolated, wire.TermDDPInvalidSTag, wire.TermRDMAPAccessRights},
-		{"below-base", s, 1, AccessRemoteWrite, 0xffff, 2, OutOfBounds, wire.TermDDPBaseBounds, wire.TermRDMAPBaseBounds},
-		{"past-end", s, 1, AccessRemoteWrite, 0x10fff, 2, OutOfBounds, wire.TermDDPBaseBounds, wire.TermRDMAPBaseBounds},
-		{"wrap", s, 1, AccessRemoteWrite, ^uint64(0) - 1, 4, TOWrap, wire.TermDDPTOWrap, wire.TermRDMAPTOWrap},
+		{"ok", s, 1, AccessRemoteWrite, 0x10000, 4096, OK, rdma.TermDDPInvalidSTag, rdma.TermRDMAPInvalidSTag},
+		{"ok-empty-at-end", s, 1, AccessRemoteRead, 0x11000, 0, OK, rdma.TermDDPInvalidSTag, rdma.TermRDMAPInvalidSTag},
+		{"wrong-key", s ^ 1, 1, AccessRemoteWrite, 0x10000, 1, InvalidSTag, rdma.TermDDPInvalidSTag, rdma.TermRDMAPInvalidSTag},
+		{"unknown-index", MakeSTag(s.Index()^1, s.Key()), 1, AccessRemoteWrite, 0x10000, 1, InvalidSTag, rdma.TermDDPInvalidSTag, rdma.TermRDMAPInvalidSTag},
+		{"other-pd", s, 2, AccessRemoteWrite, 0x10000, 1, NotAssociated, rdma.TermDDPSTagNotAssoc, rdma.TermRDMAPSTagNotAssoc},
+		{"no-access", s, 1, AccessRemoteAtomic, 0x10000, 8, AccessViolated, rdma.TermDDPInvalidSTag, rdma.TermRDMAPAccessRights},
+		{"below-base", s, 1, AccessRemoteWrite, 0xffff, 2, OutOfBounds, rdma.TermDDPBaseBounds, rdma.TermRDMAPBaseBounds},
+		{"past-end", s, 1, AccessRemoteWrite, 0x10fff, 2, OutOfBounds, rdma.TermDDPBaseBounds, rdma.TermRDMAPBaseBounds},
+		{"wrap", s, 1, AccessRemoteWrite, ^uint64(0) - 1, 4, TOWrap, rdma.TermDDPTOWrap, rdma.TermRDMAPTOWrap},
 	}
 	for _, c := range cases {
 		_, why := tab.Check(c.stag, c.pd, c.need, c.to, c.n)
@@ -188,7 +188,7 @@ func TestAcquireAtomic(t *testing.T) {
 	if _, why := tab.AcquireAtomic(r.STag(), 1, 0x104); why != Misaligned {
 		t.Errorf("misaligned: %v", why)
 	}
-	if why := Misaligned; why.RDMAPCode() != wire.TermRDMAPStreamCatastroph {
+	if why := Misaligned; why.RDMAPCode() != rdma.TermRDMAPStreamCatastroph {
 		t.Errorf("misaligned code %v", why.RDMAPCode())
 	}
 	if _, why := tab.AcquireAtomic(r.STag(), 1, 0x13c); why != OutOfBounds {

@@ -52,7 +52,7 @@ const (
 )
 
 // Ext returns the raw extension bits of the reserved nibble, not normalized.
-func (f Flags) Ext() Ext { return Ext(f) & extMask }
+func (f Flags) Ext() Ext { return Ext(f) & ExtAll }
 
 // Frame is a decoded MPA Request or Reply. PrivateData is a view into the
 // parsed bytes: it is valid only as long as they are.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // wantFrame is the decoding a vector must give.
@@ -135,7 +136,7 @@ func TestParseFrameErrors(t *testing.T) {
 			t.Errorf("%s: got %d, %v; want 0, %v", c.name, n, err, c.err)
 		}
 		var pe *wire.ProtocolError
-		if !errors.As(err, &pe) || pe.Code != wire.TermLLPInvalidFrame {
+		if !errors.As(err, &pe) || pe.Code != rdma.TermLLPInvalidFrame {
 			t.Errorf("%s: %v does not carry LLP/0/0x04", c.name, err)
 		}
 	}

@@ -1,6 +1,10 @@
 package mpa
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/goiwarp/iwarp/rdma"
+)
 
 // IRDORDLen is the length of the RFC 6581 IRD/ORD block.
 const IRDORDLen = 4
@@ -21,45 +25,24 @@ const (
 	IRDORDMax = 0x3FFF
 )
 
-// RTR is a set of ready-to-receive message types (RFC 6581 §5): the types an
-// Initiator offers, or the one a Responder chose.
-type RTR uint8
+// RTR is a set of RFC 6581 ready-to-receive message types (the type is
+// package rdma's).
+type RTR = rdma.RTR
 
 // The RTR types.
 const (
-	RTRWrite RTR = 1 << iota // C: zero-length RDMA Write
-	RTRRead                  // D: zero-length RDMA Read Request
-	RTRSend                  // B: zero-length Send
-	// RTRAll is every RTR type.
-	RTRAll = RTRWrite | RTRRead | RTRSend
+	RTRWrite = rdma.RTRWrite // C: zero-length RDMA Write
+	RTRRead  = rdma.RTRRead  // D: zero-length RDMA Read Request
+	RTRSend  = rdma.RTRSend  // B: zero-length Send
+	RTRAll   = rdma.RTRAll   // every RTR type
 )
 
-// String returns the set as "Write|Read|Send" (in preference order) or "none".
-func (r RTR) String() string {
-	s := ""
-	for _, t := range [...]struct {
-		r    RTR
-		name string
-	}{{RTRWrite, "Write"}, {RTRRead, "Read"}, {RTRSend, "Send"}} {
-		if r&t.r != 0 {
-			if s != "" {
-				s += "|"
-			}
-			s += t.name
-		}
-	}
-	if s == "" {
-		return "none"
-	}
-	return s
-}
+// rtrSingle reports whether r holds exactly one known RTR type.
+func rtrSingle(r RTR) bool { return r == RTRWrite || r == RTRRead || r == RTRSend }
 
-// single reports whether r holds exactly one known RTR type.
-func (r RTR) single() bool { return r == RTRWrite || r == RTRRead || r == RTRSend }
-
-// pick returns the preferred type of r: Write, then Read, then Send
+// rtrPick returns the preferred type of r: Write, then Read, then Send
 // (docs/spec/mpa.md "Project decisions"), or 0 if r is empty.
-func (r RTR) pick() RTR {
+func rtrPick(r RTR) RTR {
 	for _, t := range [...]RTR{RTRWrite, RTRRead, RTRSend} {
 		if r&t != 0 {
 			return t

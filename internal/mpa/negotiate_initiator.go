@@ -104,7 +104,7 @@ func DecideInitiator(req, rep *Frame, cfg *Config) InitiatorDecision {
 		return d
 	}
 	rtr := repBlk.RTR
-	if !rtr.single() || (rtr&reqBlk.RTR == 0 && rtr != RTRWrite) {
+	if !rtrSingle(rtr) || (rtr&reqBlk.RTR == 0 && rtr != RTRWrite) {
 		return terminate(ErrNoRTRModel)
 	}
 	if rtr == RTRRead {

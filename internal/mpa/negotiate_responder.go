@@ -89,7 +89,7 @@ func DecideResponder(req *Frame, cfg *Config) ResponderDecision {
 	p.IRD, p.ORD = min(cfg.IRD, in.ORD), min(cfg.ORD, in.IRD)
 	d.Block = IRDORD{IRD: p.IRD, ORD: p.ORD}
 	if in.P2P && cfg.AcceptRTR != 0 {
-		rtr := (in.RTR & cfg.AcceptRTR).pick()
+		rtr := rtrPick(in.RTR & cfg.AcceptRTR)
 		if rtr == 0 {
 			return reject(ErrNoRTRModel)
 		}

@@ -30,7 +30,7 @@ func fmtFrame(f Frame) string {
 	if e := f.Flags.Ext(); e != 0 {
 		fmt.Fprintf(&b, " ext=%#x", uint8(e))
 	}
-	if r := f.Flags & FlagResMask &^ Flags(extMask); r != 0 {
+	if r := f.Flags & FlagResMask &^ Flags(ExtAll); r != 0 {
 		fmt.Fprintf(&b, " res=%#x", uint8(r))
 	}
 	if blk, ok := f.IRDORD(); ok {
@@ -103,7 +103,7 @@ func fmtOutcome(a Action, err error) string {
 	case err == nil:
 		return a.String()
 	case a == ActionTerminate && errors.As(err, &pe):
-		return fmt.Sprintf("terminate LLP 0x%02X (%s)", pe.Code.Code, pe.What)
+		return fmt.Sprintf("terminate LLP 0x%02X (%s)", pe.Code.Code(), pe.What)
 	case errors.As(err, &pe):
 		return fmt.Sprintf("%s (%s)", a, pe.What)
 	case errors.As(err, &re):

@@ -12,6 +12,7 @@ import (
 
 	"github.com/goiwarp/iwarp/internal/fpdu"
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // fpduBytes frames a ULPDU as our peers send it: with CRC or a zero trailer.
@@ -28,7 +29,7 @@ func fpduBytes(ulpdu []byte, crc bool) []byte {
 
 // terminateFPDU is the FPDU of a Terminate with code and no headers.
 func terminateFPDU(code byte, crc bool) []byte {
-	return fpduBytes(appendTerminateULPDU(nil, wire.TermCode{Layer: wire.LayerLLP, Code: code}, 1), crc)
+	return fpduBytes(appendTerminateULPDU(nil, rdma.MakeTermCode(rdma.LayerLLP, 0, code), 1), crc)
 }
 
 // TestInitiatorSendsTerminate: errors in an otherwise valid Reply are sent
@@ -90,7 +91,7 @@ func TestResponderRTRErrors(t *testing.T) {
 		{"Send instead of Write RTR", sendRTR, ErrBadRTR, terminateFPDU(0x07, false)},
 		{"Write with payload", fpduBytes(append(appendRTR(nil, RTRWrite, 1), 1, 2, 3), false), ErrBadRTR, terminateFPDU(0x07, false)},
 		{"RDMAP version 2 not agreed", fpduBytes(appendRTR(nil, RTRWrite, 2), false), wire.ErrInvalidRDMAPVersion,
-			fpduBytes(appendTerminateULPDU(nil, wire.TermRDMAPInvalidVersion, 1), false)},
+			fpduBytes(appendTerminateULPDU(nil, rdma.TermRDMAPInvalidVersion, 1), false)},
 		{"peer Terminate", terminateFPDU(0x06, false), &PeerTerminateError{}, nil},
 		{"siw-layout peer Terminate", fpduBytes(append(hexBytes(t, "4147 00000000 00000002 00000001 00000000"), 0x02, 0x07, 0, 0), false), &PeerTerminateError{}, nil},
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // TestInitiatorReadRTRResponse: the Initiator checks the Read RTR's
@@ -116,7 +117,7 @@ func TestErrorStrings(t *testing.T) {
 	if !strings.Contains(te.Error(), stageRTR) {
 		t.Error(te.Error())
 	}
-	pt := &PeerTerminateError{Code: wire.TermLLPCRC}
+	pt := &PeerTerminateError{Code: rdma.TermLLPCRC}
 	if !strings.Contains(pt.Error(), "0x02") {
 		t.Error(pt.Error())
 	}

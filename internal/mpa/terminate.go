@@ -9,6 +9,7 @@ import (
 
 	"github.com/goiwarp/iwarp/internal/fpdu"
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // PeerTerminateError reports a Terminate message the peer sent during the
@@ -17,7 +18,7 @@ import (
 type PeerTerminateError struct {
 	// Code is the Terminate's Layer, Error Type and Error Code, decoded
 	// in either the RFC or the Linux siw layout (see wire.ParseTerminate).
-	Code wire.TermCode
+	Code rdma.TermCode
 	// Control is the Terminate Control field as received, and Ambiguous
 	// says it reads as a valid code in both layouts.
 	Control   [wire.TermControlLen]byte
@@ -37,7 +38,7 @@ func (e *PeerTerminateError) Error() string {
 // *wire.ProtocolError). Delivered is false when writing the Terminate
 // failed.
 type SentTerminateError struct {
-	Code      wire.TermCode
+	Code      rdma.TermCode
 	Cause     error
 	Delivered bool
 	WriteErr  error
@@ -71,7 +72,7 @@ func rdmapVersion(p *Params) uint8 {
 // appendTerminateULPDU appends the ULPDU of a Terminate carrying code and no
 // attached headers: untagged, QN 2, MSN 1, MO 0, L=1 (RFC 5040 §4.8; the
 // startup sends at most this one Terminate).
-func appendTerminateULPDU(dst []byte, code wire.TermCode, rv uint8) []byte {
+func appendTerminateULPDU(dst []byte, code rdma.TermCode, rv uint8) []byte {
 	h := wire.DDPHeader{
 		Last:    true,
 		Version: wire.DDPVersion,
@@ -87,7 +88,7 @@ func appendTerminateULPDU(dst []byte, code wire.TermCode, rv uint8) []byte {
 // next FPDU on fc, half-closes, drains input for a bounded time and closes.
 // It returns cause wrapped to say the Terminate was sent.
 func (s *startup) terminate(fc *fpdu.Conn, p *Params, cause error) error {
-	code := wire.TermLLPCatastrophic
+	code := rdma.TermLLPCatastrophic
 	var pe *wire.ProtocolError
 	if errors.As(cause, &pe) {
 		code = pe.Code

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/goiwarp/iwarp/internal/mem"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // The steady paths allocate nothing: posting and writing a Write (copied
@@ -124,7 +125,7 @@ func TestAllocsReceive(t *testing.T) {
 			}
 			f.feed(c, sizes[i]+sizes[i+1])
 			i += 2
-			if comps = consume(c, comps); len(comps) != 1 || comps[0].Status != StatusSuccess {
+			if comps = consume(c, comps); len(comps) != 1 || comps[0].Status != rdma.StatusSuccess {
 				t.Fatalf("completions %+v (%v)", comps, c.Err())
 			}
 		})

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/goiwarp/iwarp/internal/mem"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // Close tears the QP down at once: state ERROR, the first error kept (or
@@ -45,8 +46,8 @@ func (c *Core) Revoke(*mem.Region) { c.Fail(ErrLeaseRevoked) }
 // ERROR (ErrDisconnected), flushing the receives still posted. In any
 // state but RTS it does nothing.
 func (c *Core) Disconnect() {
-	if c.state == StateRTS {
-		c.state = StateClosing
+	if c.state == rdma.StateRTS {
+		c.state = rdma.StateClosing
 	}
 }
 
@@ -58,13 +59,13 @@ func (c *Core) Disconnect() {
 // crosses the half-close stays unanswered: the peer sees the close).
 func (c *Core) WantHalfClose() bool {
 	switch c.state {
-	case StateClosing:
+	case rdma.StateClosing:
 		if !c.shut {
 			c.shut = c.sqDone == c.sqTail && c.irq.len() == 0 && c.tx.cur.kind == txNone &&
 				c.tx.enc.Buffered() == 0 && !c.tx.out
 		}
 		return c.shut
-	case StateTerminate:
+	case rdma.StateTerminate:
 		return c.termWanted && c.termWritten
 	}
 	return false
@@ -77,9 +78,9 @@ func (c *Core) WantHalfClose() bool {
 // calls Close (which keeps the first error) if the QP is not in ERROR yet.
 func (c *Core) WantClose() bool {
 	switch c.state {
-	case StateError:
+	case rdma.StateError:
 		return true
-	case StateTerminate:
+	case rdma.StateTerminate:
 		// The peer's Terminate, once no write is in progress: it may
 		// answer octets the socket accepted and TxDone has not reported
 		// yet, and the work requests they finish complete (a Send or
@@ -97,9 +98,9 @@ func (c *Core) WantClose() bool {
 // moved for that long.
 func (c *Core) Waiting() bool {
 	switch c.state {
-	case StateError:
+	case rdma.StateError:
 		return false
-	case StateTerminate:
+	case rdma.StateTerminate:
 		return c.termWanted
 	}
 	return c.tx.enc.Buffered() > 0 || c.orq.len() > 0 || c.rx.d.Mid() || c.WantHalfClose() || c.heldBack()
@@ -117,10 +118,10 @@ func (c *Core) toError(err error) {
 	if c.err == nil {
 		c.err = err
 	}
-	if c.state == StateError {
+	if c.state == rdma.StateError {
 		return
 	}
-	c.state = StateError
+	c.state = rdma.StateError
 	c.rx.abandon()
 	c.flush()
 	c.releaseTx()
@@ -139,7 +140,7 @@ func (c *Core) flush() {
 		if e.complete {
 			continue
 		}
-		e.complete, e.status, e.err = true, StatusFlushed, c.err
+		e.complete, e.status, e.err = true, rdma.StatusFlushed, c.err
 		if first && peerTerm {
 			e.status = remoteStatus(te.Code)
 		}
@@ -183,5 +184,5 @@ func (c *Core) flush() {
 
 // flushRecv reports a receive as flushed.
 func (c *Core) flushRecv(id, slot uint64) {
-	c.pushRecv(Completion{Queue: RecvQueue, ID: id, Op: OpRecv, Status: StatusFlushed, Err: c.err, Slot: slot}, nil)
+	c.pushRecv(Completion{Queue: RecvQueue, ID: id, Op: OpRecv, Status: rdma.StatusFlushed, Err: c.err, Slot: slot}, nil)
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/goiwarp/iwarp/internal/mem"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // closeEnv is a core with work in every phase: a Send written, a Read
@@ -33,11 +34,11 @@ func TestCloseFlushesOnceInOrder(t *testing.T) {
 	c.Close()
 	got := poll(c)
 	wantComps(t, got,
-		Completion{Queue: SendQueue, ID: 2, Status: StatusFlushed},
-		Completion{Queue: SendQueue, ID: 3, Status: StatusFlushed},
-		Completion{Queue: SendQueue, ID: 4, Status: StatusFlushed},
-		Completion{Queue: RecvQueue, ID: 10, Status: StatusFlushed},
-		Completion{Queue: RecvQueue, ID: 11, Status: StatusFlushed})
+		Completion{Queue: SendQueue, ID: 2, Status: rdma.StatusFlushed},
+		Completion{Queue: SendQueue, ID: 3, Status: rdma.StatusFlushed},
+		Completion{Queue: SendQueue, ID: 4, Status: rdma.StatusFlushed},
+		Completion{Queue: RecvQueue, ID: 10, Status: rdma.StatusFlushed},
+		Completion{Queue: RecvQueue, ID: 11, Status: rdma.StatusFlushed})
 	for _, comp := range got {
 		if !errors.Is(comp.Err, ErrLocallyClosed) {
 			t.Fatalf("completion error %v", comp.Err)
@@ -52,7 +53,7 @@ func TestCloseFlushesOnceInOrder(t *testing.T) {
 	if more := poll(c); len(more) != 0 {
 		t.Fatalf("completed again: %+v", more)
 	}
-	if c.State() != StateError || !errors.Is(c.Err(), ErrLocallyClosed) || !c.WantClose() || c.Waiting() || c.WantTx() || c.RxBuf() != nil {
+	if c.State() != rdma.StateError || !errors.Is(c.Err(), ErrLocallyClosed) || !c.WantClose() || c.Waiting() || c.WantTx() || c.RxBuf() != nil {
 		t.Fatalf("after Close: %v %v", c.State(), c.Err())
 	}
 	if _, err := c.PostSend([]SendWR{{Op: OpSend}}); !errors.Is(err, ErrQPState) || !errors.Is(err, ErrLocallyClosed) {
@@ -87,7 +88,7 @@ func TestFailAndEndOfStream(t *testing.T) {
 			c, _, _ := closeEnv(t)
 			poll(c)
 			tc.end(c)
-			if !tc.want(c.Err()) || c.State() != StateError {
+			if !tc.want(c.Err()) || c.State() != rdma.StateError {
 				t.Fatalf("error %v, state %v", c.Err(), c.State())
 			}
 			if got := poll(c); len(got) != 5 {
@@ -145,7 +146,7 @@ func TestDisconnect(t *testing.T) {
 	post(t, c, SendWR{ID: 1, Op: OpRead, Flags: Signaled, SGL: []SGE{sge(sink)}, RemoteSTag: 9},
 		SendWR{ID: 2, Op: OpSend, Flags: Signaled})
 	c.Disconnect()
-	if c.State() != StateClosing || c.WantHalfClose() {
+	if c.State() != rdma.StateClosing || c.WantHalfClose() {
 		t.Fatalf("state %v, half-close %v", c.State(), c.WantHalfClose())
 	}
 	if _, err := c.PostSend([]SendWR{{ID: 3, Op: OpSend}}); !errors.Is(err, ErrQPState) {
@@ -171,10 +172,10 @@ func TestDisconnect(t *testing.T) {
 		t.Fatalf("half-close %v, waiting %v, close %v", c.WantHalfClose(), c.Waiting(), c.WantClose())
 	}
 	c.RxEOF(nil)
-	if c.State() != StateError || c.Err() != ErrDisconnected || !c.WantClose() {
+	if c.State() != rdma.StateError || c.Err() != ErrDisconnected || !c.WantClose() {
 		t.Fatalf("after the peer's close: %v %v", c.State(), c.Err())
 	}
-	wantComps(t, poll(c), Completion{Queue: RecvQueue, ID: 10, Status: StatusFlushed})
+	wantComps(t, poll(c), Completion{Queue: RecvQueue, ID: 10, Status: rdma.StatusFlushed})
 }
 
 func be32(b []byte) uint32 {
@@ -198,7 +199,7 @@ func TestNoOutputAfterHalfClose(t *testing.T) {
 		t.Fatal("output after the half-close")
 	}
 	c.RxEOF(nil)
-	if c.State() != StateError || c.Err() != ErrDisconnected {
+	if c.State() != rdma.StateError || c.Err() != ErrDisconnected {
 		t.Fatalf("after the peer's close: %v %v", c.State(), c.Err())
 	}
 	if !table.BeginDeregister(src).Drained() {

@@ -1,6 +1,9 @@
 package rdmap
 
-import "github.com/goiwarp/iwarp/internal/mem"
+import (
+	"github.com/goiwarp/iwarp/internal/mem"
+	"github.com/goiwarp/iwarp/rdma"
+)
 
 // Completions. Send completions are reported in posting order (advanceSQ),
 // receive completions in the order their messages completed; a
@@ -81,14 +84,14 @@ func (c *Core) stopDrains() {
 		if e := c.entry(seq); e.inv != nil {
 			e.inv = nil
 			c.deferred--
-			e.complete, e.status, e.err = true, StatusFlushed, c.err
+			e.complete, e.status, e.err = true, rdma.StatusFlushed, c.err
 		}
 	}
 	for i := 0; i < c.rcq.len(); i++ {
 		if p := c.rcq.at(i); p.inv != nil {
 			p.inv = nil
 			c.deferred--
-			p.comp = Completion{Queue: RecvQueue, ID: p.comp.ID, Op: OpRecv, Status: StatusFlushed, Err: c.err, Slot: p.comp.Slot}
+			p.comp = Completion{Queue: RecvQueue, ID: p.comp.ID, Op: OpRecv, Status: rdma.StatusFlushed, Err: c.err, Slot: p.comp.Slot}
 		}
 	}
 	c.advanceSQ()
@@ -106,10 +109,10 @@ func (c *Core) Poll(dst []Completion) []Completion {
 		c.advanceSQ()
 		c.advanceRecv()
 	}
-	if c.state == StateError && (c.tx.out || c.rx.out) {
+	if c.state == rdma.StateError && (c.tx.out || c.rx.out) {
 		return dst
 	}
-	if c.state == StateError && c.deferred > 0 {
+	if c.state == rdma.StateError && c.deferred > 0 {
 		c.stopDrains()
 	}
 	dst = append(dst, c.out...)

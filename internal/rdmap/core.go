@@ -6,6 +6,7 @@ import (
 	"github.com/goiwarp/iwarp/internal/fpdu"
 	"github.com/goiwarp/iwarp/internal/mem"
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // Params are what connection setup negotiated.
@@ -103,7 +104,7 @@ type Core struct {
 	rv     uint8 // the RDMAP version of the stream: 1, or 2 once V2 is agreed
 	holder mem.Holder
 
-	state State
+	state rdma.QPState
 	err   error // the first error: why the QP left RTS
 
 	// Send queue: a ring of cfg.SQDepth entries addressed by sequence
@@ -188,7 +189,7 @@ func New(cfg Config) (*Core, error) {
 		cfg:   cfg,
 		p:     p,
 		rv:    wire.RDMAPVersion1,
-		state: StateRTS,
+		state: rdma.StateRTS,
 		orq:   newRing[uint64](p.ORD),
 		irq:   newRing[irqEntry](p.IRD),
 	}
@@ -216,7 +217,7 @@ func New(cfg Config) (*Core, error) {
 }
 
 // State returns the QP's state.
-func (c *Core) State() State { return c.state }
+func (c *Core) State() rdma.QPState { return c.state }
 
 // clampMULPDU raises n to minMULPDU and lowers it to the largest ULPDU
 // the 16-bit length field carries.

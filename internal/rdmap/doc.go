@@ -53,7 +53,7 @@
 // (mem.Region.Lease) that ends once TxDone consumed them, each access
 // still bracketed by PinLeased. A region invalidated, deregistered or
 // re-keyed after the work request was posted fails the pin: the work
-// request completes with StatusLocalProtection, touches nothing, and the
+// request completes with rdma.StatusLocalProtection, touches nothing, and the
 // QP moves to ERROR, as verbs does; a Write target invalidated during a
 // segment is refused with Terminate DDP/1/0x00. Invalidations (Send with
 // Invalidate, Local Invalidate, Read with Invalidate) begin at once and

@@ -7,6 +7,7 @@ import (
 
 	"github.com/goiwarp/iwarp/internal/mem"
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // Errors of the local QP API (never sent as Terminates).
@@ -53,7 +54,7 @@ var (
 	ErrDisconnected = errors.New("disconnected")
 	// ErrLocalProtection: a work request's local buffer was invalidated,
 	// deregistered or re-keyed while the work request was outstanding; it
-	// completed with StatusLocalProtection and the QP moved to ERROR, as
+	// completed with rdma.StatusLocalProtection and the QP moved to ERROR, as
 	// verbs does.
 	ErrLocalProtection = errors.New("a work request's local buffer was invalidated or deregistered")
 	// ErrLeaseRevoked: an invalidation or deregistration could not wait
@@ -67,7 +68,7 @@ var (
 // in what the peer sent (Sent), or one the peer sent (and then Layout and
 // Control say how it was encoded: Linux siw does not use the RFC layout).
 type TerminateError struct {
-	Code wire.TermCode
+	Code rdma.TermCode
 	Sent bool
 	// Cause is the violation found (Sent), or a problem with the received
 	// Terminate itself; nil otherwise.
@@ -107,7 +108,7 @@ func (e *TerminateError) Unwrap() error { return e.Cause }
 // code, without repeating the code: a *wire.ProtocolError of the same code
 // is given by what it found only, and not at all when that is the code's
 // own name ("base or bounds violation").
-func TerminateCause(code wire.TermCode, cause error) string {
+func TerminateCause(code rdma.TermCode, cause error) string {
 	if cause == nil {
 		return ""
 	}
@@ -151,54 +152,54 @@ func (e *ConnectionError) Unwrap() error { return e.Err }
 // packages. The choice of code where the RFCs leave one is the project's
 // (docs/wire.md, docs/extensions.md §6).
 var (
-	ErrUnexpectedReadResponse = &wire.ProtocolError{What: "Read Response with no outstanding Read", Code: wire.TermRDMAPUnexpectedOpcode}
-	ErrReadResponseSTag       = &wire.ProtocolError{What: "Read Response to an STag other than the Read's sink", Code: wire.TermDDPInvalidSTag}
-	ErrReadResponseRange      = &wire.ProtocolError{What: "Read Response outside the Read's sink range", Code: wire.TermDDPBaseBounds}
-	ErrReadResponseShort      = &wire.ProtocolError{What: "Read Response shorter than the Read", Code: wire.TermDDPBaseBounds}
-	ErrNoRecvBuffer           = &wire.ProtocolError{What: "Send with no receive posted", Code: wire.TermDDPNoBuffer}
-	ErrInvalidMO              = &wire.ProtocolError{What: "untagged segment at an unexpected MO", Code: wire.TermDDPInvalidMO}
-	ErrRecvTooLong            = &wire.ProtocolError{What: "Send longer than the posted receive", Code: wire.TermDDPTooLong}
-	ErrReadRequestLength      = &wire.ProtocolError{What: "Read Request of the wrong length", Code: wire.TermRDMAPOpUnspecified}
-	ErrIRDExceeded            = &wire.ProtocolError{What: "more Read and Atomic Requests outstanding than IRD", Code: wire.TermRDMAPStreamCatastroph}
+	ErrUnexpectedReadResponse = &wire.ProtocolError{What: "Read Response with no outstanding Read", Code: rdma.TermRDMAPUnexpectedOpcode}
+	ErrReadResponseSTag       = &wire.ProtocolError{What: "Read Response to an STag other than the Read's sink", Code: rdma.TermDDPInvalidSTag}
+	ErrReadResponseRange      = &wire.ProtocolError{What: "Read Response outside the Read's sink range", Code: rdma.TermDDPBaseBounds}
+	ErrReadResponseShort      = &wire.ProtocolError{What: "Read Response shorter than the Read", Code: rdma.TermDDPBaseBounds}
+	ErrNoRecvBuffer           = &wire.ProtocolError{What: "Send with no receive posted", Code: rdma.TermDDPNoBuffer}
+	ErrInvalidMO              = &wire.ProtocolError{What: "untagged segment at an unexpected MO", Code: rdma.TermDDPInvalidMO}
+	ErrRecvTooLong            = &wire.ProtocolError{What: "Send longer than the posted receive", Code: rdma.TermDDPTooLong}
+	ErrReadRequestLength      = &wire.ProtocolError{What: "Read Request of the wrong length", Code: rdma.TermRDMAPOpUnspecified}
+	ErrIRDExceeded            = &wire.ProtocolError{What: "more Read and Atomic Requests outstanding than IRD", Code: rdma.TermRDMAPStreamCatastroph}
 	// RFC 7306 §5: a response that matches nothing outstanding is an
 	// error surfaced and the stream terminated (codes: project choice).
-	ErrUnexpectedAtomicResponse = &wire.ProtocolError{What: "Atomic Response with no outstanding Atomic Request", Code: wire.TermRDMAPUnexpectedOpcode}
-	ErrAtomicResponseID         = &wire.ProtocolError{What: "Atomic Response with an unexpected request identifier", Code: wire.TermRDMAPOpUnspecified}
+	ErrUnexpectedAtomicResponse = &wire.ProtocolError{What: "Atomic Response with no outstanding Atomic Request", Code: rdma.TermRDMAPUnexpectedOpcode}
+	ErrAtomicResponseID         = &wire.ProtocolError{What: "Atomic Response with an unexpected request identifier", Code: rdma.TermRDMAPOpUnspecified}
 	// V2 draft (codes: project choice, the untagged-buffer analogues of
 	// RFC 5041's).
-	ErrReadV2TooLong = &wire.ProtocolError{What: "Read V2 Response longer than requested", Code: wire.TermDDPTooLong}
-	ErrReadV2Short   = &wire.ProtocolError{What: "Read V2 Response shorter than requested", Code: wire.TermDDPInvalidMO}
+	ErrReadV2TooLong = &wire.ProtocolError{What: "Read V2 Response longer than requested", Code: rdma.TermDDPTooLong}
+	ErrReadV2Short   = &wire.ProtocolError{What: "Read V2 Response shorter than requested", Code: rdma.TermDDPInvalidMO}
 	// A single-segment message whose segment is not its first: the
 	// message would not start at offset 0.
-	ErrSingleSegmentMO = &wire.ProtocolError{What: "single-segment message at a non-zero MO", Code: wire.TermDDPInvalidMO}
+	ErrSingleSegmentMO = &wire.ProtocolError{What: "single-segment message at a non-zero MO", Code: rdma.TermDDPInvalidMO}
 	// A single-segment message whose segment is not its last: the message
 	// would run past the fixed size of its header.
-	ErrSingleSegmentNotLast = &wire.ProtocolError{What: "single-segment message without the L bit", Code: wire.TermDDPTooLong}
+	ErrSingleSegmentNotLast = &wire.ProtocolError{What: "single-segment message without the L bit", Code: rdma.TermDDPTooLong}
 	// A continuing segment of an untagged message whose opcode is not the
 	// first segment's (a Send with Immediate ended by a plain Send).
-	ErrSegmentOpcode = &wire.ProtocolError{What: "segment's opcode differs from its message's first segment", Code: wire.TermRDMAPUnexpectedOpcode}
+	ErrSegmentOpcode = &wire.ProtocolError{What: "segment's opcode differs from its message's first segment", Code: rdma.TermRDMAPUnexpectedOpcode}
 	// A tagged Write's target was invalidated or deregistered while the
 	// segment was being placed: the rest of it is refused as any later
 	// segment is (docs/semantics.md rule 6).
-	ErrTargetInvalidated = &wire.ProtocolError{What: "the Write's target was invalidated during the segment", Code: wire.TermDDPInvalidSTag}
+	ErrTargetInvalidated = &wire.ProtocolError{What: "the Write's target was invalidated during the segment", Code: rdma.TermDDPInvalidSTag}
 	// Sentinels of the MSN checks (DDP/2/0x03), one per message kind.
-	errSendMSN       = &wire.ProtocolError{What: "Send MSN out of range", Code: wire.TermDDPMSNRange}
-	errImmMSN        = &wire.ProtocolError{What: "Immediate Data MSN out of range", Code: wire.TermDDPMSNRange}
-	errReadReqMSN    = &wire.ProtocolError{What: "Read Request MSN out of range", Code: wire.TermDDPMSNRange}
-	errReadV2ReqMSN  = &wire.ProtocolError{What: "Read V2 Request MSN out of range", Code: wire.TermDDPMSNRange}
-	errReadV2RespMSN = &wire.ProtocolError{What: "Read V2 Response MSN out of range", Code: wire.TermDDPMSNRange}
-	errAtomicReqMSN  = &wire.ProtocolError{What: "Atomic Request MSN out of range", Code: wire.TermDDPMSNRange}
-	errAtomicRespMSN = &wire.ProtocolError{What: "Atomic Response MSN out of range", Code: wire.TermDDPMSNRange}
+	errSendMSN       = &wire.ProtocolError{What: "Send MSN out of range", Code: rdma.TermDDPMSNRange}
+	errImmMSN        = &wire.ProtocolError{What: "Immediate Data MSN out of range", Code: rdma.TermDDPMSNRange}
+	errReadReqMSN    = &wire.ProtocolError{What: "Read Request MSN out of range", Code: rdma.TermDDPMSNRange}
+	errReadV2ReqMSN  = &wire.ProtocolError{What: "Read V2 Request MSN out of range", Code: rdma.TermDDPMSNRange}
+	errReadV2RespMSN = &wire.ProtocolError{What: "Read V2 Response MSN out of range", Code: rdma.TermDDPMSNRange}
+	errAtomicReqMSN  = &wire.ProtocolError{What: "Atomic Request MSN out of range", Code: rdma.TermDDPMSNRange}
+	errAtomicRespMSN = &wire.ProtocolError{What: "Atomic Response MSN out of range", Code: rdma.TermDDPMSNRange}
 )
 
 // placementError is the violation of a failed access check.
-func placementError(code wire.TermCode, why mem.Reason) error {
+func placementError(code rdma.TermCode, why mem.Reason) error {
 	return wire.NewProtocolError(why.String(), code)
 }
 
 // stateError is ErrQPState for a QP in state, with the error that took it
 // out of RTS when there is one.
-func stateError(state State, err error) error {
+func stateError(state rdma.QPState, err error) error {
 	if err == nil {
 		return fmt.Errorf("%w (%v)", ErrQPState, state)
 	}
@@ -207,13 +208,13 @@ func stateError(state State, err error) error {
 
 // remoteStatus maps the code of a Terminate the peer sent to the status of
 // the work request it most likely concerns.
-func remoteStatus(c wire.TermCode) Status {
+func remoteStatus(c rdma.TermCode) rdma.Status {
 	switch {
-	case c.Layer == wire.LayerRDMAP && c.Type == wire.TypeRemoteProtection,
-		c.Layer == wire.LayerDDP && c.Type == wire.TypeTaggedBuffer:
-		return StatusRemoteAccess
+	case c.Layer() == rdma.LayerRDMAP && c.Type() == rdma.TypeRemoteProtection,
+		c.Layer() == rdma.LayerDDP && c.Type() == rdma.TypeTaggedBuffer:
+		return rdma.StatusRemoteAccess
 	}
-	return StatusRemoteOperation
+	return rdma.StatusRemoteOperation
 }
 
 // ErrSharedRecv: PostRecv on a Core that takes its receives from a shared

@@ -9,6 +9,7 @@ import (
 	"github.com/goiwarp/iwarp/internal/fpdu"
 	"github.com/goiwarp/iwarp/internal/mem"
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // The test harness of the package's own tests: a Core is driven by feeding
@@ -212,13 +213,13 @@ func cat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 // termULPDU is the Terminate ULPDU the spec prescribes: QN 2, MSN 1,
 // MO 0, L=1, RV 1 opcode 7, then Layer|Type, Code, the M/D/R bits, and the
 // offending segment's length and headers.
-func termULPDU(code wire.TermCode, offending []byte, ddpLen int, rdma bool) []byte {
+func termULPDU(code rdma.TermCode, offending []byte, ddpLen int, rdma bool) []byte {
 	b := untagged(0x7, true, 0, 2, 1, 0)
 	flags := uint16(0x8000 | 0x4000) // M and D
 	if rdma {
 		flags |= 0x2000
 	}
-	ctrl := []byte{byte(code.Layer)<<4 | byte(code.Type), code.Code, byte(flags >> 8), byte(flags)}
+	ctrl := []byte{byte(code.Layer())<<4 | byte(code.Type()), code.Code(), byte(flags >> 8), byte(flags)}
 	b = append(b, ctrl...)
 	b = binary.BigEndian.AppendUint16(b, uint16(len(offending)))
 	b = append(b, offending[:ddpLen]...)

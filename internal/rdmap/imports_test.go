@@ -19,7 +19,7 @@ var forbidden = map[string]bool{
 }
 
 // TestImports fails if a non-test file of the package imports a forbidden
-// package, or anything outside the standard library but internal/wire,
+// package, or anything outside the standard library but rdma, internal/wire,
 // internal/fpdu and internal/mem.
 func TestImports(t *testing.T) {
 	files, err := filepath.Glob("*.go")
@@ -47,7 +47,7 @@ func TestImports(t *testing.T) {
 				t.Errorf("%s imports %s", name, path)
 			case strings.Contains(strings.SplitN(path, "/", 2)[0], "."):
 				switch path {
-				case "github.com/goiwarp/iwarp/internal/wire", "github.com/goiwarp/iwarp/internal/fpdu", "github.com/goiwarp/iwarp/internal/mem":
+				case "github.com/goiwarp/iwarp/internal/wire", "github.com/goiwarp/iwarp/internal/fpdu", "github.com/goiwarp/iwarp/internal/mem", "github.com/goiwarp/iwarp/rdma":
 				default:
 					t.Errorf("%s imports %s", name, path)
 				}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/goiwarp/iwarp/internal/mem"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // STag invalidation (RFC 5040 §5.3, §6.2): by the peer with a Send with
@@ -33,7 +34,7 @@ func (c *Core) localInvalidate(e *sqEntry) {
 	e.complete = true
 	region, why := c.cfg.Table.CheckLocalInvalidate(mem.STag(e.wr.InvSTag), c.cfg.PD)
 	if why != mem.InvalidateOK {
-		e.status, e.err = StatusLocalProtection, fmt.Errorf("%w: %v", ErrLocalInvalidate, why)
+		e.status, e.err = rdma.StatusLocalProtection, fmt.Errorf("%w: %v", ErrLocalInvalidate, why)
 		return
 	}
 	c.waitFor(e, c.beginInvalidate(region, e.wr.InvSTag))

@@ -3,6 +3,7 @@ package rdmap
 import (
 	"github.com/goiwarp/iwarp/internal/mem"
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // The responder side: the peer's Read, Read V2 and Atomic Requests wait in
@@ -102,7 +103,7 @@ func (c *Core) respDone() {
 // runAtomics runs the atomics whose turn has come: those with only atomics
 // before them in the IRQ and no referenced response still unconsumed.
 func (c *Core) runAtomics() {
-	if c.state != StateRTS && c.state != StateClosing {
+	if c.state != rdma.StateRTS && c.state != rdma.StateClosing {
 		return
 	}
 	for i := 0; i < c.irq.len(); i++ {

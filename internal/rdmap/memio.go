@@ -9,7 +9,7 @@ import "github.com/goiwarp/iwarp/internal/mem"
 // to the Encoder by reference, under a lease held until the Encoder
 // consumed them. A pin or lease fails once the region was invalidated,
 // deregistered or re-keyed after the WR was posted: the WR then completes
-// with StatusLocalProtection and touches nothing.
+// with rdma.StatusLocalProtection and touches nothing.
 
 // copyFromSGL copies the SGL's bytes into dst (post time: the regions'
 // current generations), each SGE under a transient pin. It reports false

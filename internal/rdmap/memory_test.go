@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/goiwarp/iwarp/internal/mem"
-	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // The memory rules (docs/engine-rebuild.md, "Memory: transient pins,
@@ -20,10 +20,10 @@ func zero(b []byte) bool { return bytes.Count(b, []byte{0}) == len(b) }
 func wantLocalProtection(t *testing.T, c *Core, q Queue, id uint64) {
 	t.Helper()
 	got := poll(c)
-	if len(got) == 0 || got[0].Queue != q || got[0].ID != id || got[0].Status != StatusLocalProtection || !errors.Is(got[0].Err, ErrLocalProtection) {
+	if len(got) == 0 || got[0].Queue != q || got[0].ID != id || got[0].Status != rdma.StatusLocalProtection || !errors.Is(got[0].Err, ErrLocalProtection) {
 		t.Fatalf("completions %+v: want %d failed with a local protection error first", got, id)
 	}
-	if c.State() != StateError || c.Err() != ErrLocalProtection || !c.WantClose() {
+	if c.State() != rdma.StateError || c.Err() != ErrLocalProtection || !c.WantClose() {
 		t.Fatalf("state %v, error %v", c.State(), c.Err())
 	}
 }
@@ -155,7 +155,7 @@ func TestWriteTargetInvalidatedMidSegment(t *testing.T) {
 		t.Fatal("bytes landed after the deregistration began")
 	}
 	got := e.p.recv(txAll(e.c))
-	if want := termULPDU(wire.TermDDPInvalidSTag, bad, 14, false); len(got) != 1 || !bytes.Equal(got[0], want) {
+	if want := termULPDU(rdma.TermDDPInvalidSTag, bad, 14, false); len(got) != 1 || !bytes.Equal(got[0], want) {
 		t.Fatalf("sent %x\nwant the Terminate % x", got, want)
 	}
 }
@@ -184,7 +184,7 @@ func TestRxBufPinsTheRead(t *testing.T) {
 	if !inv.Drained() {
 		t.Fatal("RxDone did not unpin the sink")
 	}
-	wantComps(t, poll(c), Completion{Queue: SendQueue, ID: 1, Status: StatusFlushed})
+	wantComps(t, poll(c), Completion{Queue: SendQueue, ID: 1, Status: rdma.StatusFlushed})
 }
 
 // TestDefect01LocalInvalidateBehindReadResponse: a Local Invalidate of a
@@ -295,7 +295,7 @@ func TestRevoke(t *testing.T) {
 	if n := inv.Revoke(); n != 1 || h.revoked != 1 {
 		t.Fatalf("revoked %d holders (%d calls)", n, h.revoked)
 	}
-	if c.State() != StateError || !errors.Is(c.Err(), ErrLeaseRevoked) || !c.WantClose() {
+	if c.State() != rdma.StateError || !errors.Is(c.Err(), ErrLeaseRevoked) || !c.WantClose() {
 		t.Fatalf("after the revocation: %v %v", c.State(), c.Err())
 	}
 	if inv.Drained() {
@@ -322,7 +322,7 @@ func TestLeasedSendSurvivesDeregistration(t *testing.T) {
 		t.Fatal("the Send's source was not leased")
 	}
 	got := p.recv(append(first, txAll(c)...))
-	if !inv.Drained() || c.State() != StateRTS {
+	if !inv.Drained() || c.State() != rdma.StateRTS {
 		t.Fatalf("drained %v after the last octet; state %v (%v)", inv.Drained(), c.State(), c.Err())
 	}
 	var payload []byte
@@ -343,9 +343,9 @@ func TestLocalInvalidateRefused(t *testing.T) {
 	post(t, c, SendWR{ID: 1, Op: OpLocalInv, InvSTag: stagOf(other)}, SendWR{ID: 2, Op: OpLocalInv, InvSTag: 0x123456}, SendWR{ID: 3, Op: OpSend, Flags: Signaled})
 	txAll(c)
 	got := poll(c)
-	wantComps(t, got, Completion{Queue: SendQueue, ID: 1, Status: StatusLocalProtection},
-		Completion{Queue: SendQueue, ID: 2, Status: StatusLocalProtection}, Completion{Queue: SendQueue, ID: 3})
-	if !errors.Is(got[0].Err, ErrLocalInvalidate) || c.State() != StateRTS || !other.Valid() {
+	wantComps(t, got, Completion{Queue: SendQueue, ID: 1, Status: rdma.StatusLocalProtection},
+		Completion{Queue: SendQueue, ID: 2, Status: rdma.StatusLocalProtection}, Completion{Queue: SendQueue, ID: 3})
+	if !errors.Is(got[0].Err, ErrLocalInvalidate) || c.State() != rdma.StateRTS || !other.Valid() {
 		t.Fatalf("%v; state %v", got[0].Err, c.State())
 	}
 }
@@ -369,7 +369,7 @@ func TestTerminateCutsMessage(t *testing.T) {
 	inv := table.BeginDeregister(src)
 	got := p.recv(txAll(c))
 	term := got[len(got)-1]
-	if want := termULPDU(wire.TermDDPNoBuffer, bad, 18, false); !bytes.Equal(term, want) {
+	if want := termULPDU(rdma.TermDDPNoBuffer, bad, 18, false); !bytes.Equal(term, want) {
 		t.Fatalf("last FPDU % x, want the Terminate", term[:20])
 	}
 	sent := 0
@@ -383,7 +383,7 @@ func TestTerminateCutsMessage(t *testing.T) {
 		t.Fatal("the cut Write's lease did not end once its octets were written")
 	}
 	c.RxEOF(nil)
-	wantComps(t, poll(c), Completion{Queue: SendQueue, ID: 1, Status: StatusFlushed})
+	wantComps(t, poll(c), Completion{Queue: SendQueue, ID: 1, Status: rdma.StatusFlushed})
 }
 
 // TestNoByteAfterDrain: a deregistration begun at any point of a Read
@@ -459,7 +459,7 @@ func TestCloseStopsWaitingForAnotherQPsLease(t *testing.T) {
 	}
 	c.Close()
 	got := poll(c)
-	wantComps(t, got, Completion{Queue: RecvQueue, ID: 7, Status: StatusFlushed}, Completion{Queue: RecvQueue, ID: 8, Status: StatusFlushed})
+	wantComps(t, got, Completion{Queue: RecvQueue, ID: 7, Status: rdma.StatusFlushed}, Completion{Queue: RecvQueue, ID: 8, Status: rdma.StatusFlushed})
 	if got[0].Flags != 0 {
 		t.Fatalf("after Close: %+v, want a plain flushed completion", got[0])
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/goiwarp/iwarp/internal/mem"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // TestRaiseMULPDU: raising the MULPDU in the middle of a message gives
@@ -61,7 +62,7 @@ func TestRaiseMULPDU(t *testing.T) {
 	if !bytes.Equal(dst.Bytes(), src.Bytes()) {
 		t.Fatal("the Write was not placed whole")
 	}
-	if b.State() != StateRTS {
+	if b.State() != rdma.StateRTS {
 		t.Fatalf("the sink is in %v", b.State())
 	}
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/goiwarp/iwarp/internal/fpdu"
 	"github.com/goiwarp/iwarp/internal/mem"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // framings are the MPA framings the operation tests run over.
@@ -198,7 +199,7 @@ func TestOperations(t *testing.T) {
 					p := newOpPair(t, c)
 					testChunk = chunk
 					o.run(t, p)
-					if p.a.State() != StateRTS || p.b.State() == StateError {
+					if p.a.State() != rdma.StateRTS || p.b.State() == rdma.StateError {
 						t.Fatalf("states %v (%v), %v (%v)", p.a.State(), p.a.Err(), p.b.State(), p.b.Err())
 					}
 				})

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/goiwarp/iwarp/internal/mem"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // TestDefect13ReadThenAtomic: RFC 7306 §7, "Atomic Response Message will
@@ -111,7 +112,7 @@ func TestORDQueuesLocally(t *testing.T) {
 	rxAll(p.b, out, 100)
 	pump(p.a, p.b, 100)
 	wantComps(t, poll(p.a), Completion{Queue: SendQueue, ID: 1}, Completion{Queue: SendQueue, ID: 2}, Completion{Queue: SendQueue, ID: 3})
-	if p.b.State() != StateRTS || p.b.IRDInUse() != 0 {
+	if p.b.State() != rdma.StateRTS || p.b.IRDInUse() != 0 {
 		t.Fatalf("responder %v (%v), IRD in use %d", p.b.State(), p.b.Err(), p.b.IRDInUse())
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // PostSend queues send work requests in order, after validating each
@@ -12,7 +13,7 @@ import (
 // stops at the first one that cannot be posted and returns how many were
 // posted and why the next failed. Nothing is sent here: TxBufs does it.
 func (c *Core) PostSend(wrs []SendWR) (int, error) {
-	if c.state != StateRTS {
+	if c.state != rdma.StateRTS {
 		return 0, stateError(c.state, c.err)
 	}
 	for i := range wrs {
@@ -154,7 +155,7 @@ func (c *Core) PostRecv(wrs []RecvWR) (int, error) {
 	if c.rq == nil {
 		return 0, ErrSharedRecv
 	}
-	if c.state != StateRTS {
+	if c.state != rdma.StateRTS {
 		return 0, stateError(c.state, c.err)
 	}
 	for i := range wrs {

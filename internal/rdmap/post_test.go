@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/goiwarp/iwarp/internal/mem"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // TestPostSendValidation: each local misuse is refused with its sentinel
@@ -189,5 +190,5 @@ func TestReceivesPostedBeforeConnect(t *testing.T) {
 	p := newPeer(t, defaults())
 	rxAll(c, p.frame(untagged(3, true, 0, 0, 1, 0)), 100)
 	c.Close()
-	wantComps(t, poll(c), Completion{Queue: RecvQueue, ID: 1}, Completion{Queue: RecvQueue, ID: 2, Status: StatusFlushed})
+	wantComps(t, poll(c), Completion{Queue: RecvQueue, ID: 1}, Completion{Queue: RecvQueue, ID: 2, Status: rdma.StatusFlushed})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/goiwarp/iwarp/internal/fpdu"
 	"github.com/goiwarp/iwarp/internal/mem"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // A chaos run: two Cores over one table and two unbounded in-memory
@@ -207,7 +208,7 @@ func (w *chaosWorld) poll(i int) {
 			if !s.sendIDs[comp.ID] && !s.unsig[comp.ID] {
 				w.failf("side %c: completion of a send WR %d never posted", 'A'+i, comp.ID)
 			}
-			if s.unsig[comp.ID] && comp.Status == StatusSuccess {
+			if s.unsig[comp.ID] && comp.Status == rdma.StatusSuccess {
 				w.failf("side %c: a successful unsignaled WR %d completed", 'A'+i, comp.ID)
 			}
 			s.c.ReleaseSend(comp.Slot)
@@ -346,7 +347,7 @@ func (w *chaosWorld) shell(i int) {
 		return
 	}
 	if s.c.WantClose() {
-		if s.c.State() != StateError {
+		if s.c.State() != rdma.StateError {
 			s.c.Close()
 		}
 		s.closed = true

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/goiwarp/iwarp/internal/fpdu"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // TestReview1MarkersRefusePlacedWrite: a Write segment's payload has been
@@ -27,7 +28,7 @@ func TestReview1MarkersRefusePlacedWrite(t *testing.T) {
 	}
 	e.table.BeginInvalidate(e.inv, e.inv.STag())
 	rxAll(e.c, stream[n:], 64)
-	if e.c.State() != StateRTS {
+	if e.c.State() != rdma.StateRTS {
 		t.Fatalf("a Write placed before the invalidation is refused: %v (%v)", e.c.State(), e.c.Err())
 	}
 }

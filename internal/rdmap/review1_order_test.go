@@ -6,6 +6,7 @@ import (
 
 	"github.com/goiwarp/iwarp/internal/fpdu"
 	"github.com/goiwarp/iwarp/internal/mem"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // TestReview1WriteOvertakesDeferredAtomic: the peer's Read (referenced,
@@ -31,7 +32,7 @@ func TestReview1WriteOvertakesDeferredAtomic(t *testing.T) {
 		cat(tagged(0, true, stagOf(r), r.Base()), hundred[:]),
 	)
 	rxAll(c, in, len(in))
-	if c.State() != StateRTS {
+	if c.State() != rdma.StateRTS {
 		t.Fatalf("%v (%v)", c.State(), c.Err())
 	}
 	var orig uint64

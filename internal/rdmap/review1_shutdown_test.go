@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/goiwarp/iwarp/internal/fpdu"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // shellStep is what a shell does after any call: it writes what the Core
@@ -46,7 +47,7 @@ func TestReview1TerminateHeldAfterEOF(t *testing.T) {
 	var bad [8]byte
 	binary.BigEndian.PutUint16(bad[:], 3)
 	rxAll(c, bad[:], len(bad))
-	if c.State() != StateTerminate {
+	if c.State() != rdma.StateTerminate {
 		t.Fatalf("state %v (%v), want TERMINATE", c.State(), c.Err())
 	}
 	c.RxEOF(nil)
@@ -70,7 +71,7 @@ func TestReview1TerminateAfterHalfClose(t *testing.T) {
 		t.Fatal("Disconnect with nothing to do: no half-close")
 	}
 	rxAll(c, p.frame(untagged(3, true, 0, 0, 1, 0)), 64) // a Send, no receive posted
-	if c.State() != StateTerminate {
+	if c.State() != rdma.StateTerminate {
 		t.Fatalf("state %v (%v), want TERMINATE", c.State(), c.Err())
 	}
 	c.RxEOF(nil)

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // TestReview1TerminateCarriesHeaderAsReceived: RFC 5040 §4.8 attaches "the
@@ -23,7 +23,7 @@ func TestReview1TerminateCarriesHeaderAsReceived(t *testing.T) {
 	if len(got) == 0 {
 		t.Fatalf("no Terminate: %v (%v)", e.c.State(), e.c.Err())
 	}
-	want := termULPDU(wire.TermDDPInvalidSTag, bad, 14, false)
+	want := termULPDU(rdma.TermDDPInvalidSTag, bad, 14, false)
 	if term := got[len(got)-1]; !bytes.Equal(term, want) {
 		t.Fatalf("Terminate\n got % x\nwant % x", term, want)
 	}
@@ -42,8 +42,8 @@ func TestReview1OutputAfterPeerTerminate(t *testing.T) {
 	post(t, e.c, SendWR{ID: 1, Op: OpSend, Flags: Signaled, SGL: []SGE{sge(src)}})
 	iov := e.c.TxBufs(nil)
 	e.c.TxDone(len(iov[0]) / 2) // the socket took part of the first iovec
-	code := wire.TermRDMAPInvalidSTag
-	term := cat(untagged(7, true, 0, 2, 1, 0), []byte{byte(code.Layer)<<4 | byte(code.Type), code.Code, 0, 0})
+	code := rdma.TermRDMAPInvalidSTag
+	term := cat(untagged(7, true, 0, 2, 1, 0), []byte{byte(code.Layer())<<4 | byte(code.Type()), code.Code(), 0, 0})
 	rxAll(e.c, e.p.frame(term), 64)
 	if !e.c.WantClose() {
 		t.Fatalf("no WantClose after the peer's Terminate: %v", e.c.State())

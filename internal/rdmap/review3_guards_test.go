@@ -16,6 +16,7 @@ import (
 
 	"github.com/goiwarp/iwarp/internal/fpdu"
 	"github.com/goiwarp/iwarp/internal/mem"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // r3feed feeds stream to b, 333 octets per RxBuf.
@@ -193,7 +194,7 @@ func TestReview3RQGrowTaken(t *testing.T) {
 						t.Fatalf("b: %d completions %+v (state %v %v)", len(comps), comps, b.State(), b.Err())
 					}
 					for i, c := range comps {
-						if c.ID != uint64(100+i) || c.Status != StatusSuccess {
+						if c.ID != uint64(100+i) || c.Status != rdma.StatusSuccess {
 							t.Fatalf("comp %d %+v", i, c)
 						}
 					}
@@ -362,11 +363,11 @@ func TestReview3Vectored(t *testing.T) {
 					post(t, a, SendWR{ID: 3, Op: OpReadV2, Flags: Signaled, SGL: sink, RemoteSTag: uint32(src.STag()), RemoteTO: src.Base() + 100000})
 					r3pumpV(t, a, b, rng, regions)
 					ca, cb := poll(a), poll(b)
-					if len(ca) != 3 || len(cb) != 1 || cb[0].Status != StatusSuccess {
+					if len(ca) != 3 || len(cb) != 1 || cb[0].Status != rdma.StatusSuccess {
 						t.Fatalf("a %+v b %+v (%v %v / %v %v)", ca, cb, a.State(), a.Err(), b.State(), b.Err())
 					}
 					for _, c := range ca {
-						if c.Status != StatusSuccess {
+						if c.Status != rdma.StatusSuccess {
 							t.Fatalf("a %+v", ca)
 						}
 					}

@@ -4,6 +4,7 @@ import (
 	"github.com/goiwarp/iwarp/internal/fpdu"
 	"github.com/goiwarp/iwarp/internal/mem"
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // Receive path: RxBuf hands out where the next received octets go (the
@@ -137,7 +138,7 @@ const discardSize = 4 << 10
 func (c *Core) RxBuf() []byte {
 	rx := &c.rx
 	switch {
-	case rx.ended || c.state == StateError:
+	case rx.ended || c.state == rdma.StateError:
 		return nil
 	case rx.dead:
 		if !c.termWanted {
@@ -175,7 +176,7 @@ const MaxRxIOV = 1024
 // then takes the octets written across the slices, in order.
 func (c *Core) RxBufs(iov [][]byte) [][]byte {
 	rx := &c.rx
-	if rx.ended || c.state == StateError || rx.dead {
+	if rx.ended || c.state == rdma.StateError || rx.dead {
 		if b := c.RxBuf(); b != nil {
 			iov = append(iov, b)
 		}
@@ -183,7 +184,7 @@ func (c *Core) RxBufs(iov [][]byte) [][]byte {
 	}
 	for rx.d.Step() != fpdu.NeedBytes {
 		c.process()
-		if rx.ended || c.state == StateError || rx.dead {
+		if rx.ended || c.state == rdma.StateError || rx.dead {
 			return c.RxBufs(iov)
 		}
 	}
@@ -251,7 +252,7 @@ func (c *Core) RxEOF(err error) {
 		return
 	}
 	rx.ended = true
-	if c.tx.out && (err == nil && !rx.d.Mid() && (c.state == StateRTS || c.state == StateClosing) || c.terminatedByPeer()) {
+	if c.tx.out && (err == nil && !rx.d.Mid() && (c.state == rdma.StateRTS || c.state == rdma.StateClosing) || c.terminatedByPeer()) {
 		// The peer's close (or, after its Terminate, its close or reset)
 		// may answer octets the socket accepted and TxDone has not
 		// reported yet: the work requests they finish complete first (a
@@ -266,8 +267,8 @@ func (c *Core) RxEOF(err error) {
 func (c *Core) rxEnded(err error) {
 	rx := &c.rx
 	switch {
-	case c.state == StateError:
-	case c.state == StateTerminate:
+	case c.state == rdma.StateError:
+	case c.state == rdma.StateTerminate:
 		// The drain ends, and so does a Terminate that cannot go any
 		// more: held until the peer's first FPDU (which will never come),
 		// or decided after this side's half-close.
@@ -278,7 +279,7 @@ func (c *Core) rxEnded(err error) {
 		c.toError(&ConnectionError{Err: err})
 	case rx.d.Mid():
 		c.streamError(fpdu.ErrTruncated)
-	case c.state == StateClosing:
+	case c.state == rdma.StateClosing:
 		c.toError(ErrDisconnected)
 	default:
 		c.toError(ErrPeerDisconnected)
@@ -351,7 +352,7 @@ func (c *Core) onDone() {
 // lostPlacement handles a destination found invalid while the current
 // FPDU's payload was being placed: a Write's target is refused as an
 // invalid STag would be (Terminate DDP/1/0x00, docs/semantics.md rule 6);
-// a local WR's buffer fails that WR with StatusLocalProtection and moves
+// a local WR's buffer fails that WR with rdma.StatusLocalProtection and moves
 // the QP to ERROR.
 func (c *Core) lostPlacement() {
 	rx := &c.rx
@@ -375,7 +376,7 @@ func (c *Core) failRecv() {
 		r = &rx.immRecv
 	}
 	if rx.sendActive || rx.immActive {
-		c.pushRecv(Completion{Queue: RecvQueue, ID: r.wr.ID, Op: OpRecv, Status: StatusLocalProtection,
+		c.pushRecv(Completion{Queue: RecvQueue, ID: r.wr.ID, Op: OpRecv, Status: rdma.StatusLocalProtection,
 			Err: ErrLocalProtection, Slot: r.slot}, nil)
 		rx.sendActive, rx.immActive = false, false
 	}

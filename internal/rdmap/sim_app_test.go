@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/goiwarp/iwarp/internal/mem"
-	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // The simulated application: what each side posts, and what it expects of
@@ -54,12 +54,12 @@ type simWR struct {
 	atomWord   int
 	original   uint64
 	expectSink bool // the sink content is known (payload) and checked
-	provokes   []wire.TermCode
+	provokes   []rdma.TermCode
 	lengthRisk bool
 	commit     func()
 	done       bool
 	implicit   bool
-	status     Status
+	status     rdma.Status
 	postedAt   int64
 }
 
@@ -126,12 +126,12 @@ func (s *simSide) postSends() {
 // WRs, nil for receives): accepted a prefix, refused the next WR with the
 // right error, and only in RTS; then the ledger takes the accepted ones
 // and the others give their buffers back.
-func (s *simSide) posting(what string, recs []*simWR, wrs []SendWR, n int, err error, state State) {
+func (s *simSide) posting(what string, recs []*simWR, wrs []SendWR, n int, err error, state rdma.QPState) {
 	w := s.w
 	if n < 0 || n > len(recs) || (n < len(recs)) != (err != nil) {
 		w.failf("side %s: %s of %d WRs returned %d, %v", s.name, what, len(recs), n, err)
 	}
-	if state != StateRTS && n > 0 {
+	if state != rdma.StateRTS && n > 0 {
 		w.failf("side %s: %s accepted %d WRs in state %v", s.name, what, n, state)
 	}
 	for i, rec := range recs[:n] {
@@ -153,11 +153,11 @@ func (s *simSide) posting(what string, recs []*simWR, wrs []SendWR, n int, err e
 }
 
 // refused checks the error a WR was refused with.
-func (s *simSide) refused(rec *simWR, err error, state State) {
+func (s *simSide) refused(rec *simWR, err error, state rdma.QPState) {
 	w := s.w
 	w.ev(s.idx, simEvPostRefused, rec.id, uint64(rec.op))
 	switch {
-	case state != StateRTS:
+	case state != rdma.StateRTS:
 		if !errors.Is(err, ErrQPState) && !errors.Is(err, ErrSharedRecv) {
 			w.failf("side %s: a WR posted in state %v was refused with %q, want %q", s.name, state, err, ErrQPState)
 		}
@@ -222,7 +222,7 @@ func (rec *simWR) giveBack() {
 func (s *simSide) postRecvs() {
 	state := s.core.State()
 	if s.srq != nil {
-		s.postRecvsTo("SRQ Post", s.srq.Post, StateRTS) // a shared queue takes receives whatever the QP does
+		s.postRecvsTo("SRQ Post", s.srq.Post, rdma.StateRTS) // a shared queue takes receives whatever the QP does
 	} else {
 		s.postRecvsTo("PostRecv", s.core.PostRecv, state)
 	}
@@ -230,7 +230,7 @@ func (s *simSide) postRecvs() {
 
 // postRecvsTo posts one to three receives with post, as the application
 // does in state (where the Core refuses them outside RTS).
-func (s *simSide) postRecvsTo(what string, post func([]RecvWR) (int, error), state State) {
+func (s *simSide) postRecvsTo(what string, post func([]RecvWR) (int, error), state rdma.QPState) {
 	w := s.w
 	k := 1 + w.rng.IntN(3)
 	var wrs []RecvWR

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"github.com/goiwarp/iwarp/internal/conform"
+	"github.com/goiwarp/iwarp/rdma"
 
 	"github.com/goiwarp/iwarp/internal/fpdu"
 	"github.com/goiwarp/iwarp/internal/wire"
@@ -21,11 +22,11 @@ var simCases = []*simCase{
 		b := s.frame(conform.Tagged(s.rv, wire.OpWrite, true, 0x77, 0, nil))
 		b[len(b)-1] ^= 0x01
 		s.raw(b)
-		s.kind, s.codes, s.done = conform.WantTerminate, []wire.TermCode{wire.TermLLPCRC}, true
+		s.kind, s.codes, s.done = conform.WantTerminate, []rdma.TermCode{rdma.TermLLPCRC}, true
 	}},
 	{name: "Framing/ULPDU_Length-below-DDP-header/LLP-0-0x03", needs: simNeedNoMarkers, script: func(s *simSession) {
 		s.raw(conform.RawFPDU(s.crc, []byte{0x41, 0x43, 0x01, 0x00}))
-		s.kind, s.codes, s.done = conform.WantTerminate, []wire.TermCode{wire.TermLLPMarker}, true
+		s.kind, s.codes, s.done = conform.WantTerminate, []rdma.TermCode{rdma.TermLLPMarker}, true
 	}},
 	{name: "Framing/marker-FPDUPTR-mismatch/LLP-0-0x03", needs: simNeedMarkers, script: func(s *simSession) {
 		// A Write into the main region long enough to hold a marker; the
@@ -43,7 +44,7 @@ var simCases = []*simCase{
 			binary.LittleEndian.PutUint32(b[len(b)-4:], fpdu.CRC32c(b[:len(b)-4]))
 		}
 		s.raw(b)
-		s.kind, s.codes, s.done = conform.WantTerminate, []wire.TermCode{wire.TermLLPMarker}, true
+		s.kind, s.codes, s.done = conform.WantTerminate, []rdma.TermCode{rdma.TermLLPMarker}, true
 	}},
 	{name: "Framing/marker-before-CRC/accepted", needs: simNeedMarkers | simNeedCRC, script: func(s *simSession) {
 		// Two Writes whose CRC field falls where a marker is due: the
@@ -58,7 +59,7 @@ var simCases = []*simCase{
 		at := len(b) - fpdu.CRCLen
 		binary.LittleEndian.PutUint32(b[at:], fpdu.CRC32c(b[:at-fpdu.MarkerLen]))
 		s.raw(b)
-		s.kind, s.codes, s.done = conform.WantTerminate, []wire.TermCode{wire.TermLLPCRC}, true
+		s.kind, s.codes, s.done = conform.WantTerminate, []rdma.TermCode{rdma.TermLLPCRC}, true
 	}},
 	{name: "Framing/marker-reserved-bits-set/accepted", needs: simNeedMarkers | simNeedCRC, script: func(s *simSession) {
 		// A Write long enough to hold a marker, whose reserved octets and
@@ -94,16 +95,16 @@ var simCases = []*simCase{
 
 	// DDP (cases_ddp.go).
 	{name: "DDP/tagged-DDP-version-0/DDP-1-0x04", script: func(s *simSession) {
-		s.offend(conform.Tagged(s.rv, wire.OpWrite, true, 0x77, 0, nil).WithDDPVersion(0), wire.TermDDPTaggedVersion, conform.AttachDDP)
+		s.offend(conform.Tagged(s.rv, wire.OpWrite, true, 0x77, 0, nil).WithDDPVersion(0), rdma.TermDDPTaggedVersion, conform.AttachDDP)
 	}},
 	{name: "DDP/untagged-DDP-version-2/DDP-2-0x06", script: func(s *simSession) {
-		s.offend(s.sendMsg([]byte("version")).WithDDPVersion(2), wire.TermDDPUntaggedVersion, conform.AttachDDP)
+		s.offend(s.sendMsg([]byte("version")).WithDDPVersion(2), rdma.TermDDPUntaggedVersion, conform.AttachDDP)
 	}},
 	{name: "DDP/invalid-QN-5/DDP-2-0x01", script: func(s *simSession) {
-		s.offend(conform.Untagged(s.rv, wire.OpSend, true, 5, 1, 0, []byte("qn")), wire.TermDDPInvalidQN, conform.AttachDDP)
+		s.offend(conform.Untagged(s.rv, wire.OpSend, true, 5, 1, 0, []byte("qn")), rdma.TermDDPInvalidQN, conform.AttachDDP)
 	}},
 	{name: "DDP/Send-MSN-out-of-range/DDP-2-0x03", script: func(s *simSession) {
-		s.offend(conform.Untagged(s.rv, wire.OpSend, true, wire.QNSend, s.msn[wire.QNSend]+1000, 0, []byte("far")), wire.TermDDPMSNRange, conform.AttachDDP)
+		s.offend(conform.Untagged(s.rv, wire.OpSend, true, wire.QNSend, s.msn[wire.QNSend]+1000, 0, []byte("far")), rdma.TermDDPMSNRange, conform.AttachDDP)
 	}},
 	{name: "DDP/Send-MSN-replayed/DDP-2-0x03", script: func(s *simSession) {
 		msn := s.nextMSN(wire.QNSend)
@@ -111,7 +112,7 @@ var simCases = []*simCase{
 		if s.recv(first, 5) {
 			s.send(first)
 		}
-		s.offend(conform.Untagged(s.rv, wire.OpSend, true, wire.QNSend, msn, 0, []byte("again")), wire.TermDDPMSNRange, conform.AttachDDP)
+		s.offend(conform.Untagged(s.rv, wire.OpSend, true, wire.QNSend, msn, 0, []byte("again")), rdma.TermDDPMSNRange, conform.AttachDDP)
 	}},
 	{name: "DDP/Send-MO-gap/DDP-2-0x04", script: func(s *simSession) {
 		msn := s.nextMSN(wire.QNSend)
@@ -119,7 +120,7 @@ var simCases = []*simCase{
 		if s.recv(first, 4) {
 			s.send(first)
 		}
-		s.offend(conform.Untagged(s.rv, wire.OpSend, true, wire.QNSend, msn, 100, []byte("efgh")), wire.TermDDPInvalidMO, conform.AttachDDP)
+		s.offend(conform.Untagged(s.rv, wire.OpSend, true, wire.QNSend, msn, 100, []byte("efgh")), rdma.TermDDPInvalidMO, conform.AttachDDP)
 	}},
 	{name: "DDP/Send-MO-overlap/DDP-2-0x04", script: func(s *simSession) {
 		msn := s.nextMSN(wire.QNSend)
@@ -127,7 +128,7 @@ var simCases = []*simCase{
 		if s.recv(first, 8) {
 			s.send(first)
 		}
-		s.offend(conform.Untagged(s.rv, wire.OpSend, true, wire.QNSend, msn, 4, []byte("efgh")), wire.TermDDPInvalidMO, conform.AttachDDP)
+		s.offend(conform.Untagged(s.rv, wire.OpSend, true, wire.QNSend, msn, 4, []byte("efgh")), rdma.TermDDPInvalidMO, conform.AttachDDP)
 	}},
 	{name: "DDP/Send-longer-than-buffer/DDP-2-0x05", script: func(s *simSession) {
 		n := max(s.recvCap(), 0) + 1
@@ -147,7 +148,7 @@ var simCases = []*simCase{
 		if s.recv(u, 5) {
 			s.send(u)
 		}
-		s.offend(conform.Untagged(s.rv, wire.OpSend, true, wire.QNSend, second, 0, []byte("two")), wire.TermDDPMSNRange, conform.AttachDDP)
+		s.offend(conform.Untagged(s.rv, wire.OpSend, true, wire.QNSend, second, 0, []byte("two")), rdma.TermDDPMSNRange, conform.AttachDDP)
 	}},
 	{name: "DDP/tagged-Write-inside-untagged-Send/accepted", script: func(s *simSession) {
 		msn := s.nextMSN(wire.QNSend)
@@ -161,7 +162,7 @@ var simCases = []*simCase{
 		s.send(conform.Tagged(s.rv, wire.OpWrite, true, m.stag, m.to, []byte("inside")))
 		tail := conform.Untagged(s.rv, wire.OpSend, true, wire.QNSend, msn, 4, []byte("tail"))
 		if capacity < 8 {
-			s.offend(tail, wire.TermDDPTooLong, conform.AttachDDP) // the receive holds the head only
+			s.offend(tail, rdma.TermDDPTooLong, conform.AttachDDP) // the receive holds the head only
 			return
 		}
 		s.send(tail)
@@ -169,13 +170,13 @@ var simCases = []*simCase{
 	}},
 
 	// Tagged placement (cases_tagged.go).
-	simWriteCase("Tagged/Write-unregistered-STag/DDP-1-0x00", func(s *simSession) (uint32, uint64) { return s.unknownSTag(), s.main().to }, 16, wire.TermDDPInvalidSTag),
-	simWriteCase("Tagged/Write-other-PD-STag/DDP-1-0x02", func(s *simSession) (uint32, uint64) { r := s.slot(simSlotOtherPD); return r.stag, r.to }, 16, wire.TermDDPSTagNotAssoc),
-	simWriteCase("Tagged/Write-without-write-access/DDP-1-0x00", func(s *simSession) (uint32, uint64) { r := s.slot(simSlotReadOnly); return r.stag, r.to }, 16, wire.TermDDPInvalidSTag),
-	simWriteCase("Tagged/Write-past-end/DDP-1-0x01", func(s *simSession) (uint32, uint64) { m := s.main(); return m.stag, m.to + uint64(m.n) - 8 }, 16, wire.TermDDPBaseBounds),
-	simWriteCase("Tagged/Write-TO-wrap/DDP-1-0x03", func(s *simSession) (uint32, uint64) { return s.main().stag, ^uint64(0) - 3 }, 16, wire.TermDDPTOWrap),
-	simWriteCase("Tagged/Write-invalidated-STag/DDP-1-0x00", func(s *simSession) (uint32, uint64) { r := s.slot(simSlotInvalidated); return r.stag, r.to }, 16, wire.TermDDPInvalidSTag),
-	simWriteCase("Tagged/Write-re-keyed-old-STag/DDP-1-0x00", func(s *simSession) (uint32, uint64) { r := s.slot(simSlotRekeyed); return r.stag, r.to }, 16, wire.TermDDPInvalidSTag),
+	simWriteCase("Tagged/Write-unregistered-STag/DDP-1-0x00", func(s *simSession) (uint32, uint64) { return s.unknownSTag(), s.main().to }, 16, rdma.TermDDPInvalidSTag),
+	simWriteCase("Tagged/Write-other-PD-STag/DDP-1-0x02", func(s *simSession) (uint32, uint64) { r := s.slot(simSlotOtherPD); return r.stag, r.to }, 16, rdma.TermDDPSTagNotAssoc),
+	simWriteCase("Tagged/Write-without-write-access/DDP-1-0x00", func(s *simSession) (uint32, uint64) { r := s.slot(simSlotReadOnly); return r.stag, r.to }, 16, rdma.TermDDPInvalidSTag),
+	simWriteCase("Tagged/Write-past-end/DDP-1-0x01", func(s *simSession) (uint32, uint64) { m := s.main(); return m.stag, m.to + uint64(m.n) - 8 }, 16, rdma.TermDDPBaseBounds),
+	simWriteCase("Tagged/Write-TO-wrap/DDP-1-0x03", func(s *simSession) (uint32, uint64) { return s.main().stag, ^uint64(0) - 3 }, 16, rdma.TermDDPTOWrap),
+	simWriteCase("Tagged/Write-invalidated-STag/DDP-1-0x00", func(s *simSession) (uint32, uint64) { r := s.slot(simSlotInvalidated); return r.stag, r.to }, 16, rdma.TermDDPInvalidSTag),
+	simWriteCase("Tagged/Write-re-keyed-old-STag/DDP-1-0x00", func(s *simSession) (uint32, uint64) { r := s.slot(simSlotRekeyed); return r.stag, r.to }, 16, rdma.TermDDPInvalidSTag),
 	{name: "Tagged/zero-length-Write-unknown-STag/accepted", script: func(s *simSession) {
 		s.send(conform.Tagged(s.rv, wire.OpWrite, true, 0x00ABCD01, 0x1234, nil))
 		s.want(conform.WantAccept)
@@ -186,15 +187,15 @@ var simCases = []*simCase{
 	}},
 
 	// Read Requests (cases_read.go).
-	simReadCase("Read/unregistered-source-STag/RDMAP-1-0x00", func(s *simSession) wire.ReadRequest { return simSrc(s.unknownSTag(), s.main().to, 16) }, wire.TermRDMAPInvalidSTag),
-	simReadCase("Read/without-read-access/RDMAP-1-0x02", func(s *simSession) wire.ReadRequest { r := s.slot(simSlotWriteOnly); return simSrc(r.stag, r.to, 16) }, wire.TermRDMAPAccessRights),
-	simReadCase("Read/past-end/RDMAP-1-0x01", func(s *simSession) wire.ReadRequest { m := s.main(); return simSrc(m.stag, m.to+uint64(m.n)-8, 16) }, wire.TermRDMAPBaseBounds),
-	simReadCase("Read/4GiB-request/RDMAP-1-0x01", func(s *simSession) wire.ReadRequest { m := s.main(); return simSrc(m.stag, m.to, 0xFFFFFFFF) }, wire.TermRDMAPBaseBounds),
-	simReadCase("Read/other-PD-STag/RDMAP-1-0x03", func(s *simSession) wire.ReadRequest { r := s.slot(simSlotOtherPD); return simSrc(r.stag, r.to, 16) }, wire.TermRDMAPSTagNotAssoc),
-	simReadCase("Read/TO-wrap/RDMAP-1-0x04", func(s *simSession) wire.ReadRequest { return simSrc(s.main().stag, ^uint64(0)-3, 16) }, wire.TermRDMAPTOWrap),
+	simReadCase("Read/unregistered-source-STag/RDMAP-1-0x00", func(s *simSession) wire.ReadRequest { return simSrc(s.unknownSTag(), s.main().to, 16) }, rdma.TermRDMAPInvalidSTag),
+	simReadCase("Read/without-read-access/RDMAP-1-0x02", func(s *simSession) wire.ReadRequest { r := s.slot(simSlotWriteOnly); return simSrc(r.stag, r.to, 16) }, rdma.TermRDMAPAccessRights),
+	simReadCase("Read/past-end/RDMAP-1-0x01", func(s *simSession) wire.ReadRequest { m := s.main(); return simSrc(m.stag, m.to+uint64(m.n)-8, 16) }, rdma.TermRDMAPBaseBounds),
+	simReadCase("Read/4GiB-request/RDMAP-1-0x01", func(s *simSession) wire.ReadRequest { m := s.main(); return simSrc(m.stag, m.to, 0xFFFFFFFF) }, rdma.TermRDMAPBaseBounds),
+	simReadCase("Read/other-PD-STag/RDMAP-1-0x03", func(s *simSession) wire.ReadRequest { r := s.slot(simSlotOtherPD); return simSrc(r.stag, r.to, 16) }, rdma.TermRDMAPSTagNotAssoc),
+	simReadCase("Read/TO-wrap/RDMAP-1-0x04", func(s *simSession) wire.ReadRequest { return simSrc(s.main().stag, ^uint64(0)-3, 16) }, rdma.TermRDMAPTOWrap),
 	{name: "Read/MSN-out-of-range/DDP-2-0x03", script: func(s *simSession) {
 		m := s.main()
-		s.offend(conform.ReadRequest(s.rv, s.msn[wire.QNReadReq]+500, simSrc(m.stag, m.to, 16)), wire.TermDDPMSNRange, conform.AttachRDMA)
+		s.offend(conform.ReadRequest(s.rv, s.msn[wire.QNReadReq]+500, simSrc(m.stag, m.to, 16)), rdma.TermDDPMSNRange, conform.AttachRDMA)
 	}},
 	{name: simIRDCase, needs: simNeedFast, script: func(s *simSession) {
 		// IRD+1 Reads of the whole main region (1 MiB here) in one burst,
@@ -204,7 +205,7 @@ var simCases = []*simCase{
 		for i := 0; i < ird; i++ {
 			s.send(conform.ReadRequest(s.rv, s.nextMSN(wire.QNReadReq), simSrc(m.stag, m.to, m.n)))
 		}
-		s.offend(conform.ReadRequest(s.rv, s.nextMSN(wire.QNReadReq), simSrc(m.stag, m.to, m.n)), wire.TermRDMAPStreamCatastroph, conform.AttachRDMA)
+		s.offend(conform.ReadRequest(s.rv, s.nextMSN(wire.QNReadReq), simSrc(m.stag, m.to, m.n)), rdma.TermRDMAPStreamCatastroph, conform.AttachRDMA)
 		s.stopReadingFor = s.w.cfg.opTimeout / 2
 	}},
 	{name: "Read/zero-length-unknown-STags/accepted", script: func(s *simSession) {
@@ -218,19 +219,19 @@ var simCases = []*simCase{
 
 	// RDMAP (cases_rdmap.go).
 	{name: "RDMAP/RDMAP-version-0/RDMAP-2-0x05", script: func(s *simSession) {
-		s.offend(conform.Untagged(0, wire.OpSend, true, wire.QNSend, s.nextMSN(wire.QNSend), 0, []byte("rv0")), wire.TermRDMAPInvalidVersion, conform.AttachDDP)
+		s.offend(conform.Untagged(0, wire.OpSend, true, wire.QNSend, s.nextMSN(wire.QNSend), 0, []byte("rv0")), rdma.TermRDMAPInvalidVersion, conform.AttachDDP)
 	}},
 	{name: "RDMAP/undefined-opcode-0xC/RDMAP-2-0x06", script: func(s *simSession) {
-		s.offend(conform.Untagged(s.rv, 0xC, true, wire.QNSend, s.nextMSN(wire.QNSend), 0, []byte("op")), wire.TermRDMAPUnexpectedOpcode, conform.AttachDDP)
+		s.offend(conform.Untagged(s.rv, 0xC, true, wire.QNSend, s.nextMSN(wire.QNSend), 0, []byte("op")), rdma.TermRDMAPUnexpectedOpcode, conform.AttachDDP)
 	}},
 	{name: "RDMAP/Read-Response-unsolicited/RDMAP-2-0x06", needs: simNeedNoORD, script: func(s *simSession) {
-		s.offend(conform.Tagged(s.rv, wire.OpReadResponse, true, 0x00ABCD03, 0, simPattern(8)), wire.TermRDMAPUnexpectedOpcode, conform.AttachDDP)
+		s.offend(conform.Tagged(s.rv, wire.OpReadResponse, true, 0x00ABCD03, 0, simPattern(8)), rdma.TermRDMAPUnexpectedOpcode, conform.AttachDDP)
 	}},
 	{name: "RDMAP/Send-with-Invalidate-unknown-STag/RDMAP-2-0x09", script: func(s *simSession) {
 		u := conform.Untagged(s.rv, wire.OpSendInv, true, wire.QNSend, s.nextMSN(wire.QNSend), 0, []byte("inv"))
 		simPutInvSTag(u.Bytes, s.unknownSTag())
 		if s.recv(u, 3) {
-			s.offend(u, wire.TermRDMAPOpInvalidate, conform.AttachDDP)
+			s.offend(u, rdma.TermRDMAPOpInvalidate, conform.AttachDDP)
 		}
 	}},
 	{name: "RDMAP/garbage-Terminate-from-peer/closed", script: func(s *simSession) {
@@ -244,25 +245,25 @@ var simCases = []*simCase{
 
 	// RFC 7306 (cases_ext.go): the victim executes atomics whatever was
 	// agreed (extensions.md §3.4).
-	simAtomicCase("Atomic/misaligned-TO/RDMAP-2-0x07", func(s *simSession) wire.AtomicRequest { return conform.FetchAdd(1, s.main().stag, s.main().to+4, 1) }, wire.TermRDMAPStreamCatastroph),
+	simAtomicCase("Atomic/misaligned-TO/RDMAP-2-0x07", func(s *simSession) wire.AtomicRequest { return conform.FetchAdd(1, s.main().stag, s.main().to+4, 1) }, rdma.TermRDMAPStreamCatastroph),
 	simAtomicCase("Atomic/past-end/RDMAP-1-0x01", func(s *simSession) wire.AtomicRequest {
 		return conform.FetchAdd(2, s.main().stag, s.main().to+uint64(s.main().n), 1)
-	}, wire.TermRDMAPBaseBounds),
-	simAtomicCase("Atomic/unregistered-STag/RDMAP-1-0x00", func(s *simSession) wire.AtomicRequest { return conform.FetchAdd(3, s.unknownSTag(), s.main().to, 1) }, wire.TermRDMAPInvalidSTag),
+	}, rdma.TermRDMAPBaseBounds),
+	simAtomicCase("Atomic/unregistered-STag/RDMAP-1-0x00", func(s *simSession) wire.AtomicRequest { return conform.FetchAdd(3, s.unknownSTag(), s.main().to, 1) }, rdma.TermRDMAPInvalidSTag),
 	simAtomicCase("Atomic/without-atomic-access/RDMAP-1-0x02", func(s *simSession) wire.AtomicRequest {
 		r := s.slot(simSlotReadOnly)
 		return conform.FetchAdd(4, r.stag, r.to, 1)
-	}, wire.TermRDMAPAccessRights),
+	}, rdma.TermRDMAPAccessRights),
 	simAtomicCase("Atomic/unknown-AOpCode/RDMAP-2-0x06", func(s *simSession) wire.AtomicRequest {
 		r := conform.FetchAdd(5, s.main().stag, s.main().to, 1)
 		r.AOpCode = 0x7
 		return r
-	}, wire.TermRDMAPUnexpectedOpcode),
+	}, rdma.TermRDMAPUnexpectedOpcode),
 	{name: "Atomic/Atomic-Response-unsolicited/RDMAP-2-0x06", needs: simNeedNoORD, script: func(s *simSession) {
-		s.offend(conform.Untagged(s.rv, wire.OpAtomicResponse, true, wire.QNResponse, s.nextMSN(wire.QNResponse), 0, make([]byte, 12)), wire.TermRDMAPUnexpectedOpcode, conform.AttachDDP)
+		s.offend(conform.Untagged(s.rv, wire.OpAtomicResponse, true, wire.QNResponse, s.nextMSN(wire.QNResponse), 0, make([]byte, 12)), rdma.TermRDMAPUnexpectedOpcode, conform.AttachDDP)
 	}},
 	{name: "Atomic/Immediate-Data-7-octets/RDMAP-2-0xFF", script: func(s *simSession) {
-		s.offend(conform.Untagged(s.rv, wire.OpImmediate, true, wire.QNSend, s.nextMSN(wire.QNSend), 0, make([]byte, 7)), wire.TermRDMAPOpUnspecified, conform.AttachDDP)
+		s.offend(conform.Untagged(s.rv, wire.OpImmediate, true, wire.QNSend, s.nextMSN(wire.QNSend), 0, make([]byte, 7)), rdma.TermRDMAPOpUnspecified, conform.AttachDDP)
 	}},
 	{name: "Atomic/FetchAdd-not-negotiated/accepted", needs: simNeedNoRFC7306, script: func(s *simSession) {
 		s.send(conform.AtomicRequest(s.rv, s.nextMSN(wire.QNReadReq), conform.FetchAdd(6, s.main().stag, s.main().to, 1)))
@@ -271,19 +272,19 @@ var simCases = []*simCase{
 
 	// V2 (cases_ext.go).
 	{name: "V2/RDMAP-version-2-not-negotiated/RDMAP-2-0x05", needs: simNeedNoV2, script: func(s *simSession) {
-		s.offend(conform.Untagged(wire.RDMAPVersion2, wire.OpSendImm, true, wire.QNSend, s.nextMSN(wire.QNSend), 0, make([]byte, 8)), wire.TermRDMAPInvalidVersion, conform.AttachDDP)
+		s.offend(conform.Untagged(wire.RDMAPVersion2, wire.OpSendImm, true, wire.QNSend, s.nextMSN(wire.QNSend), 0, make([]byte, 8)), rdma.TermRDMAPInvalidVersion, conform.AttachDDP)
 	}},
 	{name: "V2/RDMAP-version-1-after-V2/RDMAP-2-0x05", needs: simNeedV2, script: func(s *simSession) {
-		s.offend(conform.Untagged(wire.RDMAPVersion1, wire.OpSend, true, wire.QNSend, s.nextMSN(wire.QNSend), 0, []byte("v1")), wire.TermRDMAPInvalidVersion, conform.AttachDDP)
+		s.offend(conform.Untagged(wire.RDMAPVersion1, wire.OpSend, true, wire.QNSend, s.nextMSN(wire.QNSend), 0, []byte("v1")), rdma.TermRDMAPInvalidVersion, conform.AttachDDP)
 	}},
 	{name: "V2/undefined-opcode-0x17/RDMAP-2-0x06", needs: simNeedV2, script: func(s *simSession) {
-		s.offend(conform.Untagged(wire.RDMAPVersion2, 0x17, true, wire.QNSend, s.nextMSN(wire.QNSend), 0, []byte("x")), wire.TermRDMAPUnexpectedOpcode, conform.AttachDDP)
+		s.offend(conform.Untagged(wire.RDMAPVersion2, 0x17, true, wire.QNSend, s.nextMSN(wire.QNSend), 0, []byte("x")), rdma.TermRDMAPUnexpectedOpcode, conform.AttachDDP)
 	}},
 	{name: "V2/Read-V2-Response-unsolicited/RDMAP-2-0x06", needs: simNeedV2 | simNeedNoORD, script: func(s *simSession) {
-		s.offend(conform.Untagged(wire.RDMAPVersion2, wire.OpReadV2Response, true, wire.QNResponse, s.nextMSN(wire.QNResponse), 0, simPattern(4)), wire.TermRDMAPUnexpectedOpcode, conform.AttachDDP)
+		s.offend(conform.Untagged(wire.RDMAPVersion2, wire.OpReadV2Response, true, wire.QNResponse, s.nextMSN(wire.QNResponse), 0, simPattern(4)), rdma.TermRDMAPUnexpectedOpcode, conform.AttachDDP)
 	}},
 	{name: "V2/Send-with-Immediate-7-octets/RDMAP-2-0xFF", needs: simNeedV2, script: func(s *simSession) {
-		s.offend(conform.Untagged(wire.RDMAPVersion2, wire.OpSendImm, true, wire.QNSend, s.nextMSN(wire.QNSend), 0, make([]byte, 7)), wire.TermRDMAPOpUnspecified, conform.AttachDDP)
+		s.offend(conform.Untagged(wire.RDMAPVersion2, wire.OpSendImm, true, wire.QNSend, s.nextMSN(wire.QNSend), 0, make([]byte, 7)), rdma.TermRDMAPOpUnspecified, conform.AttachDDP)
 	}},
 
 	// Single-segment messages and continuing segments (cases_segment.go).
@@ -319,7 +320,7 @@ func (s *simSession) markerBeforeCRC() conform.ULPDU {
 
 const simIRDCase = "Read/IRD-exceeded/RDMAP-2-0x07"
 
-func simWriteCase(name string, at func(*simSession) (uint32, uint64), n int, code wire.TermCode) *simCase {
+func simWriteCase(name string, at func(*simSession) (uint32, uint64), n int, code rdma.TermCode) *simCase {
 	return &simCase{name: name, script: func(s *simSession) {
 		stag, to := at(s)
 		s.offend(conform.Tagged(s.rv, wire.OpWrite, true, stag, to, simPattern(n)), code, conform.AttachDDP)
@@ -330,13 +331,13 @@ func simSrc(stag uint32, to uint64, n uint32) wire.ReadRequest {
 	return wire.ReadRequest{SinkSTag: 0x00DA7A01, SinkTO: 0, Size: n, SrcSTag: stag, SrcTO: to}
 }
 
-func simReadCase(name string, req func(*simSession) wire.ReadRequest, code wire.TermCode) *simCase {
+func simReadCase(name string, req func(*simSession) wire.ReadRequest, code rdma.TermCode) *simCase {
 	return &simCase{name: name, script: func(s *simSession) {
 		s.offend(conform.ReadRequest(s.rv, s.nextMSN(wire.QNReadReq), req(s)), code, conform.AttachRDMA)
 	}}
 }
 
-func simAtomicCase(name string, req func(*simSession) wire.AtomicRequest, code wire.TermCode) *simCase {
+func simAtomicCase(name string, req func(*simSession) wire.AtomicRequest, code rdma.TermCode) *simCase {
 	return &simCase{name: name, script: func(s *simSession) {
 		s.offend(conform.AtomicRequest(s.rv, s.nextMSN(wire.QNReadReq), req(s)), code, conform.AttachDDP)
 	}}
@@ -358,9 +359,9 @@ func simAtomicReqBody(s *simSession) []byte {
 // simSingleCase sends a single-segment message with L=0 (DDP/2/0x05) or
 // at MO≠0 (DDP/2/0x04).
 func simSingleCase(name string, needs simNeed, op wire.Opcode, last bool, mo uint32, body func(*simSession) []byte) *simCase {
-	code := wire.TermDDPInvalidMO
+	code := rdma.TermDDPInvalidMO
 	if mo == 0 {
-		code = wire.TermDDPTooLong
+		code = rdma.TermDDPTooLong
 	}
 	qn := uint32(wire.QNReadReq)
 	if op == wire.OpImmediate {
@@ -380,6 +381,6 @@ func simContinuedCase(name string, needs simNeed, first, last wire.Opcode, lastP
 		if s.recv(u, 4) {
 			s.send(u)
 		}
-		s.offend(conform.Untagged(s.rv, last, true, wire.QNSend, msn, 4, lastPayload), wire.TermRDMAPUnexpectedOpcode, conform.AttachDDP)
+		s.offend(conform.Untagged(s.rv, last, true, wire.QNSend, msn, 4, lastPayload), rdma.TermRDMAPUnexpectedOpcode, conform.AttachDDP)
 	}}
 }

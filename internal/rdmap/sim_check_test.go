@@ -4,7 +4,7 @@ import (
 	"errors"
 	"slices"
 
-	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // checkStep runs after every step: canaries and frozen regions every time,
@@ -47,7 +47,7 @@ func (w *simWorld) checkTerminates() {
 			w.checkHostile(s, t)
 		case s.anyTerminate != "":
 		case slices.Contains(s.peer.provokes, code):
-		case code == wire.TermLLPConnLost && s.peer.cutMidFPDU:
+		case code == rdma.TermLLPConnLost && s.peer.cutMidFPDU:
 		default:
 			w.failf("side %s sent Terminate %v (%v), which nothing the peer did could provoke (its risky WRs provoke %v)", s.name, code, te, s.peer.provokes)
 		}

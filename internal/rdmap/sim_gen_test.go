@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 
 	"github.com/goiwarp/iwarp/internal/mem"
-	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // The send WRs the simulated application draws: every operation, aimed
@@ -117,7 +117,7 @@ func (g *simSendGen) consumer(rec *simWR, simWantLen int) int {
 		}
 		// The receive it takes may be posted before it arrives, and be
 		// too short then.
-		rec.provokes = append(rec.provokes, wire.TermDDPNoBuffer, wire.TermDDPTooLong)
+		rec.provokes = append(rec.provokes, rdma.TermDDPNoBuffer, rdma.TermDDPTooLong)
 		rec.lengthRisk = true
 		g.consumers++
 		rec.counted = true
@@ -127,7 +127,7 @@ func (g *simSendGen) consumer(rec *simWR, simWantLen int) int {
 	n := min(simWantLen, r.n)
 	if w.cfg.risky && w.rng.IntN(15) == 0 {
 		n = r.n + 1 + w.rng.IntN(64)
-		rec.provokes = append(rec.provokes, wire.TermDDPTooLong)
+		rec.provokes = append(rec.provokes, rdma.TermDDPTooLong)
 		rec.lengthRisk = true
 	}
 	g.consumers++
@@ -174,17 +174,17 @@ func (g *simSendGen) invTarget(rec *simWR, wr *SendWR) bool {
 	if w.cfg.churn {
 		if t := s.peer.validChurn(); t != nil {
 			wr.InvSTag, rec.invSTag, rec.remoteInv, rec.epoch = t.stag, t.stag, t, t.epoch
-			rec.provokes = append(rec.provokes, wire.TermRDMAPOpInvalidate)
+			rec.provokes = append(rec.provokes, rdma.TermRDMAPOpInvalidate)
 			return true
 		}
 	}
 	if w.cfg.risky && w.rng.IntN(3) == 0 {
 		if w.rng.IntN(2) == 0 {
 			wr.InvSTag = s.peer.mem.src.stag // not remotely invalidatable
-			rec.provokes = append(rec.provokes, wire.TermRDMAPProtInvalidate)
+			rec.provokes = append(rec.provokes, rdma.TermRDMAPProtInvalidate)
 		} else {
 			wr.InvSTag = s.peer.mem.src.stag ^ 0x5A5A00 // unknown
-			rec.provokes = append(rec.provokes, wire.TermRDMAPOpInvalidate)
+			rec.provokes = append(rec.provokes, rdma.TermRDMAPOpInvalidate)
 		}
 		rec.invSTag = wr.InvSTag
 		return true
@@ -222,7 +222,7 @@ func (g *simSendGen) write(rec *simWR) (SendWR, bool) {
 		}
 		n = min(n, t.zoneHi-t.zoneLo)
 		wr.RemoteSTag, wr.RemoteTO = t.stag, t.base+uint64(t.zoneLo+w.rng.IntN(t.zoneHi-t.zoneLo-n+1))
-		rec.provokes = append(rec.provokes, wire.TermDDPInvalidSTag)
+		rec.provokes = append(rec.provokes, rdma.TermDDPInvalidSTag)
 	case r < 8 && w.cfg.rfc7306:
 		// Whole atomic words, fenced: a Write may overtake an earlier
 		// atomic that waits behind a Read Response (RFC 7306 §7, "No
@@ -242,13 +242,13 @@ func (g *simSendGen) write(rec *simWR) (SendWR, bool) {
 		switch w.rng.IntN(3) {
 		case 0:
 			wr.RemoteSTag, wr.RemoteTO = z.stag, z.base+uint64(z.n) // wholly past the end: no segment fits
-			rec.provokes = append(rec.provokes, wire.TermDDPBaseBounds)
+			rec.provokes = append(rec.provokes, rdma.TermDDPBaseBounds)
 		case 1:
 			wr.RemoteSTag, wr.RemoteTO = peer.mem.src.stag, peer.mem.src.base
-			rec.provokes = append(rec.provokes, wire.TermDDPInvalidSTag) // no remote write access
+			rec.provokes = append(rec.provokes, rdma.TermDDPInvalidSTag) // no remote write access
 		default:
 			wr.RemoteSTag, wr.RemoteTO = z.stag^0x5A5A00, z.base
-			rec.provokes = append(rec.provokes, wire.TermDDPInvalidSTag)
+			rec.provokes = append(rec.provokes, rdma.TermDDPInvalidSTag)
 		}
 	default:
 		off, ok := z.aim(n)
@@ -317,21 +317,21 @@ func (g *simSendGen) read(rec *simWR) (SendWR, bool) {
 		}
 		n = min(n, t.n)
 		wr.RemoteSTag, wr.RemoteTO = t.stag, t.base+uint64(w.rng.IntN(t.n-n+1))
-		rec.provokes = append(rec.provokes, wire.TermRDMAPInvalidSTag)
+		rec.provokes = append(rec.provokes, rdma.TermRDMAPInvalidSTag)
 	case r < 10 && w.cfg.risky:
 		n = max(n, 16)
 		src := peer.mem.src
 		switch w.rng.IntN(3) {
 		case 0:
 			wr.RemoteSTag, wr.RemoteTO = src.stag, src.base+uint64(src.n-8)
-			rec.provokes = append(rec.provokes, wire.TermRDMAPBaseBounds)
+			rec.provokes = append(rec.provokes, rdma.TermRDMAPBaseBounds)
 		case 1:
 			z := peer.mem.wzone
 			wr.RemoteSTag, wr.RemoteTO = z.stag, z.base
-			rec.provokes = append(rec.provokes, wire.TermRDMAPAccessRights)
+			rec.provokes = append(rec.provokes, rdma.TermRDMAPAccessRights)
 		default:
 			wr.RemoteSTag, wr.RemoteTO = src.stag^0x5A5A00, src.base
-			rec.provokes = append(rec.provokes, wire.TermRDMAPInvalidSTag)
+			rec.provokes = append(rec.provokes, rdma.TermRDMAPInvalidSTag)
 		}
 	default:
 		src := peer.mem.src
@@ -407,13 +407,13 @@ func (g *simSendGen) atomic(rec *simWR) (SendWR, bool) {
 		switch w.rng.IntN(3) {
 		case 0:
 			wr.RemoteTO = a.base + uint64(a.n)
-			rec.provokes = append(rec.provokes, wire.TermRDMAPBaseBounds)
+			rec.provokes = append(rec.provokes, rdma.TermRDMAPBaseBounds)
 		case 1:
 			wr.RemoteSTag, wr.RemoteTO = peer.mem.src.stag, peer.mem.src.base
-			rec.provokes = append(rec.provokes, wire.TermRDMAPAccessRights)
+			rec.provokes = append(rec.provokes, rdma.TermRDMAPAccessRights)
 		default:
 			wr.RemoteSTag = a.stag ^ 0x5A5A00
-			rec.provokes = append(rec.provokes, wire.TermRDMAPInvalidSTag)
+			rec.provokes = append(rec.provokes, rdma.TermRDMAPInvalidSTag)
 		}
 	}
 	small := func() uint64 {

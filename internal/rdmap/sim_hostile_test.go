@@ -6,9 +6,11 @@ import (
 	"errors"
 
 	"fmt"
-	"github.com/goiwarp/iwarp/internal/conform"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/goiwarp/iwarp/internal/conform"
+	"github.com/goiwarp/iwarp/rdma"
 
 	"github.com/goiwarp/iwarp/internal/fpdu"
 	"github.com/goiwarp/iwarp/internal/mem"
@@ -112,7 +114,7 @@ type simSession struct {
 	mark bool
 
 	kind      conform.WantKind
-	codes     []wire.TermCode
+	codes     []rdma.TermCode
 	attach    conform.Attach
 	offending *conform.ULPDU
 	done      bool // a segment the victim refuses is sent: the rest does not matter
@@ -153,7 +155,7 @@ func (w *simWorld) hostileTick() {
 	c := &w.cfg
 	v, h := w.sides[c.victim], w.sides[1-c.victim]
 	v.frozen, h.frozen = true, true
-	if v.closed || v.dead || h.closed || h.dead || v.core.State() != StateRTS || w.now > c.hostileAt+4*c.opTimeout {
+	if v.closed || v.dead || h.closed || h.dead || v.core.State() != rdma.StateRTS || w.now > c.hostileAt+4*c.opTimeout {
 		c.hostile = nil // the chance has gone: the run goes on without it
 		return
 	}
@@ -195,7 +197,7 @@ func (w *simWorld) checkHostile(v *simSide, term *simTerm) {
 	sent := errors.As(v.core.Err(), &te) && te.Sent
 	switch s.kind {
 	case conform.WantTerminate:
-		code := wire.TermCode{}
+		code := rdma.TermCode(0)
 		switch {
 		case term != nil:
 			code = term.t.Code
@@ -218,8 +220,8 @@ func (w *simWorld) checkHostile(v *simSide, term *simTerm) {
 			w.failf("hostile input %s: side %s sent Terminate (%v), want none", name, v.name, v.core.Err())
 		}
 	case conform.WantTeardown:
-		if term != nil && term.t.Code != wire.TermLLPConnLost {
-			w.failf("hostile input %s: side %s sent Terminate %v, want none or %v", name, v.name, term.t.Code, wire.TermLLPConnLost)
+		if term != nil && term.t.Code != rdma.TermLLPConnLost {
+			w.failf("hostile input %s: side %s sent Terminate %v, want none or %v", name, v.name, term.t.Code, rdma.TermLLPConnLost)
 		}
 	}
 }
@@ -255,12 +257,12 @@ func (s *simSession) send(u conform.ULPDU) {
 }
 
 // offend sends u as the segment the victim must refuse with code.
-func (s *simSession) offend(u conform.ULPDU, code wire.TermCode, a conform.Attach) {
+func (s *simSession) offend(u conform.ULPDU, code rdma.TermCode, a conform.Attach) {
 	if s.done {
 		return
 	}
 	s.send(u)
-	s.offending, s.kind, s.codes, s.attach, s.done = &u, conform.WantTerminate, []wire.TermCode{code}, a, true
+	s.offending, s.kind, s.codes, s.attach, s.done = &u, conform.WantTerminate, []rdma.TermCode{code}, a, true
 }
 
 func (s *simSession) raw(b []byte) {
@@ -284,11 +286,11 @@ func (s *simSession) recv(u conform.ULPDU, n int) bool {
 	}
 	k := s.h.mon.consumers + s.recvUsed
 	if k >= len(s.v.rq) {
-		s.offend(u, wire.TermDDPNoBuffer, conform.AttachDDP)
+		s.offend(u, rdma.TermDDPNoBuffer, conform.AttachDDP)
 		return false
 	}
 	if s.v.rq[k].n < n {
-		s.offend(u, wire.TermDDPTooLong, conform.AttachDDP)
+		s.offend(u, rdma.TermDDPTooLong, conform.AttachDDP)
 		return false
 	}
 	s.recvUsed++

@@ -7,6 +7,7 @@ import (
 
 	"github.com/goiwarp/iwarp/internal/mem"
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // The completion ledger: every accepted WR completes exactly once, send
@@ -58,7 +59,7 @@ func (s *simSide) complete(c *Completion) {
 	if rec.recv && s.srq != nil {
 		w.cover.srqTaken++
 	}
-	if c.Status == StatusSuccess {
+	if c.Status == rdma.StatusSuccess {
 		if c.Err != nil {
 			w.failf("side %s: WR %d succeeded with an error: %v", s.name, c.ID, c.Err)
 		}
@@ -81,7 +82,7 @@ func (s *simSide) succeeded(rec *simWR, c *Completion) {
 			w.failf("side %s: %v WR %d completed with length %d, want %d", s.name, rec.op, rec.id, c.Len, want)
 		}
 	}
-	rec.done, rec.status = true, StatusSuccess
+	rec.done, rec.status = true, rdma.StatusSuccess
 	w.cover.ok[rec.op]++
 	if !rec.recv && !rec.op.outbound() && rec.op != OpLocalInv && !rec.sent && !s.mon.detached {
 		// A Send or Write completes once handed to TCP (docs/semantics.md
@@ -275,25 +276,25 @@ func (s *simSide) failed(rec *simWR, c *Completion) {
 	}
 	// A Local Invalidate of an STag that is no longer valid fails alone:
 	// the QP stays in RTS (as the engine does).
-	badInv := rec.op == OpLocalInv && c.Status == StatusLocalProtection && errors.Is(c.Err, ErrLocalInvalidate)
-	if state == StateRTS && !badInv {
+	badInv := rec.op == OpLocalInv && c.Status == rdma.StatusLocalProtection && errors.Is(c.Err, ErrLocalInvalidate)
+	if state == rdma.StateRTS && !badInv {
 		w.failf("side %s: WR %d (%v) completed with %v (%v) while the QP is in RTS", s.name, rec.id, rec.op, c.Status, c.Err)
 	}
-	if w.cfg.clean() && !(rec.recv && w.phase >= simPhaseClose && c.Status == StatusFlushed) {
+	if w.cfg.clean() && !(rec.recv && w.phase >= simPhaseClose && c.Status == rdma.StatusFlushed) {
 		w.failf("side %s: WR %d (%v) completed with %v (%v) in a run without faults or risky work", s.name, rec.id, rec.op, c.Status, c.Err)
 	}
 	switch c.Status {
-	case StatusFlushed, StatusFatal:
-	case StatusLocalProtection:
+	case rdma.StatusFlushed, rdma.StatusFatal:
+	case rdma.StatusLocalProtection:
 		if !rec.churn {
 			w.failf("side %s: WR %d (%v) failed with a local protection error (%v), but it names only regions whose registration never changes", s.name, rec.id, rec.op, c.Err)
 		}
 		s.anyTerminate = "a local protection error on this side"
-	case StatusLocalLength:
+	case rdma.StatusLocalLength:
 		if !rec.recv || !s.lengthRisk {
 			w.failf("side %s: WR %d (%v) failed with a local length error (%v), but no message longer than a receive was posted", s.name, rec.id, rec.op, c.Err)
 		}
-	case StatusRemoteAccess, StatusRemoteOperation:
+	case rdma.StatusRemoteAccess, rdma.StatusRemoteOperation:
 		var te *TerminateError
 		if !errors.As(s.core.Err(), &te) || te.Sent {
 			w.failf("side %s: WR %d (%v) failed with %v (%v), but the QP's error is %v, not a Terminate from the peer", s.name, rec.id, rec.op, c.Status, c.Err, s.core.Err())
@@ -317,7 +318,7 @@ func (s *simSide) failed(rec *simWR, c *Completion) {
 func (w *simWorld) checkSettled() {
 	for _, s := range w.sides {
 		s.poll()
-		if s.closed || s.dead || s.txDetached || s.core.State() != StateRTS {
+		if s.closed || s.dead || s.txDetached || s.core.State() != rdma.StateRTS {
 			continue
 		}
 		for _, e := range s.sq[s.sqDone:] {
@@ -364,7 +365,7 @@ func (w *simWorld) final() {
 			if !e.done && e.flags&Signaled != 0 {
 				w.failf("side %s: signaled %v WR %d (posted at step %d) never completed", s.name, e.op, e.id, e.postedAt)
 			}
-			if !e.done && s.core.State() != StateError {
+			if !e.done && s.core.State() != rdma.StateError {
 				w.failf("side %s: unsignaled %v WR %d never completed and the QP ended in %v", s.name, e.op, e.id, s.core.State())
 			}
 		}
@@ -375,7 +376,7 @@ func (w *simWorld) final() {
 		if left := len(s.rq) - s.rqDone; left != untaken {
 			w.failf("side %s: %d receives never completed (%d still in the shared queue): the first is %d", s.name, left, untaken, s.rq[s.rqDone].id)
 		}
-		if st := s.core.State(); st != StateError {
+		if st := s.core.State(); st != rdma.StateError {
 			w.failf("side %s: the run ended with the QP in %v, not ERROR", s.name, st)
 		}
 		s.checkMemory(true)

@@ -192,7 +192,7 @@ func (m *simMonitor) segment(b []byte) {
 	}
 	if u.Opcode == wire.OpTerminate {
 		m.term = &simTerm{t: u.Terminate, msn: h.MSN, ulpdu: bytes.Clone(b), step: w.now}
-		w.ev(s.idx, simEvTerminate, uint64(u.Terminate.Code.Layer)<<16|uint64(u.Terminate.Code.Type)<<8|uint64(u.Terminate.Code.Code), 0)
+		w.ev(s.idx, simEvTerminate, uint64(u.Terminate.Code.Layer())<<16|uint64(u.Terminate.Code.Type())<<8|uint64(u.Terminate.Code.Code()), 0)
 		if w.cfg.clean() {
 			w.failf("side %s sent Terminate %v in a run without faults or risky work (its error: %v)", s.name, u.Terminate.Code, s.core.Err())
 		}

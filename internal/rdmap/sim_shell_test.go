@@ -1,6 +1,10 @@
 package rdmap
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/goiwarp/iwarp/rdma"
+)
 
 // The simulated shell: it moves octets between the Cores and the pipes
 // (writes and reads of random sizes, delays), closes and half-closes the
@@ -203,7 +207,7 @@ func (w *simWorld) shellDuties(s *simSide) {
 		// peer's Terminate (checked in pumpTx).
 		s.closeAt = w.now + 1 + int64(w.rng.IntN(4))
 	case s.core.WantClose() && w.now >= s.closeAt:
-		if s.core.State() != StateError {
+		if s.core.State() != rdma.StateError {
 			s.core.Close()
 		}
 		w.closeConn(s)

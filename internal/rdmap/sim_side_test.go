@@ -2,7 +2,7 @@ package rdmap
 
 import (
 	"github.com/goiwarp/iwarp/internal/mem"
-	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // simSide is one QP of the simulation with everything around its Core: the
@@ -39,7 +39,7 @@ type simSide struct {
 
 	// What the peer may say in a Terminate because of what this side did
 	// (sim_check_test.go): the codes its risky WRs may provoke.
-	provokes []wire.TermCode
+	provokes []rdma.TermCode
 	// anyTerminate: this side's own local protection failure makes any
 	// Terminate code from it acceptable; the reason.
 	anyTerminate string
@@ -101,7 +101,7 @@ func (s *simSide) start() {
 		// that becomes the Core's own queue (Config.OwnRecv).
 		ring := NewRecvRing(c.rqDepth[s.idx], c.maxSGE[s.idx])
 		for range 1 + s.w.rng.IntN(3) {
-			s.postRecvsTo("RecvRing.Post", ring.Post, StateRTS)
+			s.postRecvsTo("RecvRing.Post", ring.Post, rdma.StateRTS)
 		}
 		cfg.OwnRecv = ring
 	}

@@ -3,6 +3,8 @@ package rdmap
 import (
 	"fmt"
 	"strings"
+
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // The simulation's trace: every event is folded into a 64-bit hash (two
@@ -114,7 +116,7 @@ func simSideName(i int) string { return string(rune('A' + i)) }
 // simCover counts what one run exercised.
 type simCover struct {
 	ok        [OpReadV2 + 1]int // successful WRs by operation (OpRecv: receives)
-	status    [StatusFatal + 1]int
+	status    [rdma.StatusFatal + 1]int
 	fault     [simNumFaults]int
 	frozen    map[string]int // regions frozen after a drain, by what drained
 	revoked   int            // invalidations that revoked leases
@@ -158,10 +160,10 @@ func (c *simCover) gaps() []string {
 			g = append(g, "a successful "+op.String())
 		}
 	}
-	// StatusLocalLength and StatusFatal are defined but the Core (as the
+	// rdma.StatusLocalLength and rdma.StatusFatal are defined but the Core (as the
 	// engine) never reports them: a Send too long for its receive is a
 	// Terminate, a broken connection a flush.
-	for _, st := range []Status{StatusSuccess, StatusFlushed, StatusLocalProtection, StatusRemoteAccess, StatusRemoteOperation} {
+	for _, st := range []rdma.Status{rdma.StatusSuccess, rdma.StatusFlushed, rdma.StatusLocalProtection, rdma.StatusRemoteAccess, rdma.StatusRemoteOperation} {
 		if c.status[st] == 0 {
 			g = append(g, "a completion with status "+st.String())
 		}

@@ -1,6 +1,9 @@
 package rdmap
 
-import "github.com/goiwarp/iwarp/internal/mem"
+import (
+	"github.com/goiwarp/iwarp/internal/mem"
+	"github.com/goiwarp/iwarp/rdma"
+)
 
 // sqEntry is one send work request, from PostSend until its slot is
 // released.
@@ -12,7 +15,7 @@ type sqEntry struct {
 	complete bool
 	cqe      bool // a completion was reported for it
 	released bool // its completion was consumed: the slot may be reused
-	status   Status
+	status   rdma.Status
 	err      error
 
 	inline   []byte // Inline: the payload, copied at post time
@@ -43,7 +46,7 @@ func (c *Core) advanceSQ() {
 		c.sqDone++
 		c.progress++
 		signaled := e.wr.Flags&Signaled != 0
-		if !signaled && e.status == StatusSuccess {
+		if !signaled && e.status == rdma.StatusSuccess {
 			continue
 		}
 		comp := Completion{Queue: SendQueue, ID: e.wr.ID, Status: e.status, Op: e.wr.Op, Len: uint32(e.size),
@@ -61,7 +64,7 @@ func (c *Core) advanceSQ() {
 // every other outstanding WR is flushed.
 func (c *Core) failWR(e *sqEntry) {
 	if !e.complete {
-		e.complete, e.status, e.err = true, StatusLocalProtection, ErrLocalProtection
+		e.complete, e.status, e.err = true, rdma.StatusLocalProtection, ErrLocalProtection
 	}
 	c.toError(ErrLocalProtection)
 }

@@ -1,6 +1,6 @@
 package rdmap
 
-import "github.com/goiwarp/iwarp/internal/wire"
+import "github.com/goiwarp/iwarp/rdma"
 
 // Counters count a QP's traffic and events. They are plain integers
 // updated under the shell's lock (the Core's only caller at a time); a
@@ -23,9 +23,9 @@ type Counters struct {
 // (33), plus one for any other code; TestTermSlots checks it fits.
 const termSlots = 40
 
-var termCodes = wire.AllTermCodes()
+var termCodes = rdma.AllTermCodes()
 
-func termIndex(c wire.TermCode) int {
+func termIndex(c rdma.TermCode) int {
 	for i, k := range termCodes {
 		if k == c {
 			return i
@@ -36,7 +36,7 @@ func termIndex(c wire.TermCode) int {
 
 // TermCount is how many Terminates of one code were sent or received.
 type TermCount struct {
-	Code           wire.TermCode
+	Code           rdma.TermCode
 	Sent, Received uint64
 	Other          bool // Code stands for every code outside the spec tables
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // The error path (docs/spec/rdmap.md §3): the first error wins; a
@@ -37,10 +38,10 @@ func (c *Core) termRDMA(err error, rdma []byte) *TerminateError {
 // terminate fails the QP with a violation of the peer's: the Terminate te
 // goes out at the next FPDU boundary; input is drained from now on.
 func (c *Core) terminate(te *TerminateError) {
-	if c.err != nil || c.state == StateError {
+	if c.err != nil || c.state == rdma.StateError {
 		return
 	}
-	c.err, c.state = te, StateTerminate
+	c.err, c.state = te, rdma.StateTerminate
 	c.termDue, c.termWanted = te, true
 	if c.shut {
 		// This side has half-closed: the Terminate can never go. Input is
@@ -54,10 +55,10 @@ func (c *Core) terminate(te *TerminateError) {
 // peerTerminated fails the QP with the peer's Terminate: nothing more is
 // sent or received, and the shell closes the connection (WantClose).
 func (c *Core) peerTerminated(te *TerminateError) {
-	if c.err != nil || c.state == StateError {
+	if c.err != nil || c.state == rdma.StateError {
 		return
 	}
-	c.err, c.state = te, StateTerminate
+	c.err, c.state = te, rdma.StateTerminate
 	c.rx.abandon()
 	c.releaseTx() // what is queued is not sent (at the next TxDone if iovecs are out)
 }
@@ -76,7 +77,7 @@ func (c *Core) streamError(err error) {
 		c.toError(&ConnectionError{Err: err})
 		return
 	}
-	if pe.Code == wire.TermLLPCRC {
+	if pe.Code == rdma.TermLLPCRC {
 		c.stats.CRCErrors++
 	}
 	c.terminate(&TerminateError{Sent: true, Code: pe.Code, Cause: pe})
@@ -113,7 +114,7 @@ func (c *Core) rxTerminate(b []byte) {
 	if err != nil {
 		te.Cause = err
 	}
-	if len(b) > 0 && err == nil && t.Code.Layer == 0 && !t.Code.Known() {
+	if len(b) > 0 && err == nil && t.Code.Layer() == 0 && !t.Code.Known() {
 		te.Cause = wire.NewProtocolError("unknown Terminate code", t.Code)
 	}
 	c.peerTerminated(te)
@@ -127,5 +128,5 @@ const maxTermLen = wire.TermControlLen + wire.TermSegLenLen + wire.UntaggedHdrLe
 // terminatedByPeer reports whether the peer's Terminate ended the stream:
 // nothing more is handed out to send.
 func (c *Core) terminatedByPeer() bool {
-	return c.state == StateTerminate && !c.termWanted
+	return c.state == rdma.StateTerminate && !c.termWanted
 }

@@ -3,7 +3,7 @@ package rdmap
 import (
 	"testing"
 
-	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // TestPeerTerminateWhileWriting: the peer's Terminate arrives while the
@@ -16,8 +16,8 @@ func TestPeerTerminateWhileWriting(t *testing.T) {
 	src := region(t, e.table, testPD, 64<<10, 's', 0)
 	post(t, e.c, SendWR{ID: 1, Op: OpSend, Flags: Signaled, SGL: []SGE{sge(src)}})
 	iov := e.c.TxBufs(nil)
-	code := wire.TermRDMAPInvalidSTag
-	term := cat(untagged(7, true, 0, 2, 1, 0), []byte{byte(code.Layer)<<4 | byte(code.Type), code.Code, 0, 0})
+	code := rdma.TermRDMAPInvalidSTag
+	term := cat(untagged(7, true, 0, 2, 1, 0), []byte{byte(code.Layer())<<4 | byte(code.Type()), code.Code(), 0, 0})
 	rxAll(e.c, e.p.frame(term), 64)
 	e.c.TxDone(len(iov[0]) / 2)
 	if e.c.WantTx() || len(txAll(e.c)) != 0 {
@@ -33,7 +33,7 @@ func TestPeerTerminateWhileWriting(t *testing.T) {
 			got = append(got, c)
 		}
 	}
-	if len(got) != 1 || got[0].ID != 1 || got[0].Status == StatusSuccess {
+	if len(got) != 1 || got[0].ID != 1 || got[0].Status == rdma.StatusSuccess {
 		t.Fatalf("completions %v, want the Send's once, failed", got)
 	}
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/goiwarp/iwarp/internal/fpdu"
 	"github.com/goiwarp/iwarp/internal/mem"
-	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // termEnv is a core under test with regions of every kind, each between
@@ -87,7 +87,7 @@ type termCase struct {
 	v2     bool
 	pre    func(e *termEnv) // drives the core to the phase
 	bad    func(e *termEnv) []byte
-	code   wire.TermCode
+	code   rdma.TermCode
 	ddpLen int
 	rdma   bool
 	// queued: the requests of pre stay unanswered (nothing is written
@@ -104,267 +104,267 @@ var termCases = []termCase{
 	// DDP header and tagged placement (RFC 5041 §7.2).
 	{name: "Write/invalid-STag/DDP-1-0x00", bad: func(e *termEnv) []byte {
 		return cat(tagged(0, true, stagOf(e.write)^0xff, e.write.Base()), []byte("data"))
-	}, code: wire.TermDDPInvalidSTag, ddpLen: 14},
+	}, code: rdma.TermDDPInvalidSTag, ddpLen: 14},
 	{name: "Write/other-PD/DDP-1-0x02", bad: func(e *termEnv) []byte {
 		return cat(tagged(0, true, stagOf(e.otherPD), e.otherPD.Base()), []byte("data"))
-	}, code: wire.TermDDPSTagNotAssoc, ddpLen: 14},
+	}, code: rdma.TermDDPSTagNotAssoc, ddpLen: 14},
 	{name: "Write/no-access/DDP-1-0x00", bad: func(e *termEnv) []byte {
 		return cat(tagged(0, true, stagOf(e.noAcc), e.noAcc.Base()), []byte("data"))
-	}, code: wire.TermDDPInvalidSTag, ddpLen: 14},
+	}, code: rdma.TermDDPInvalidSTag, ddpLen: 14},
 	{name: "Write/bounds/DDP-1-0x01", bad: func(e *termEnv) []byte {
 		return cat(tagged(0, true, stagOf(e.write), e.write.Base()+62), []byte("data"))
-	}, code: wire.TermDDPBaseBounds, ddpLen: 14},
+	}, code: rdma.TermDDPBaseBounds, ddpLen: 14},
 	{name: "Write/TO-wrap/DDP-1-0x03", bad: func(e *termEnv) []byte {
 		return cat(tagged(0, true, stagOf(e.write), ^uint64(0)-1), []byte("data"))
-	}, code: wire.TermDDPTOWrap, ddpLen: 14},
+	}, code: rdma.TermDDPTOWrap, ddpLen: 14},
 	{name: "Write/DDP-version/DDP-1-0x04", bad: func(e *termEnv) []byte {
 		b := cat(tagged(0, true, stagOf(e.write), e.write.Base()), []byte("data"))
 		b[0] = b[0]&^3 | 2
 		return b
-	}, code: wire.TermDDPTaggedVersion, ddpLen: 14},
+	}, code: rdma.TermDDPTaggedVersion, ddpLen: 14},
 	{name: "Send/invalid-QN/DDP-2-0x01", bad: func(*termEnv) []byte { return cat(untagged(3, true, 0, 5, 1, 0), []byte("x")) },
-		code: wire.TermDDPInvalidQN, ddpLen: 18},
+		code: rdma.TermDDPInvalidQN, ddpLen: 18},
 	{name: "Send/MSN-range/DDP-2-0x03", bad: func(*termEnv) []byte { return cat(untagged(3, true, 0, 0, 9, 0), []byte("x")) },
-		code: wire.TermDDPMSNRange, ddpLen: 18},
+		code: rdma.TermDDPMSNRange, ddpLen: 18},
 	{name: "Send/MO/DDP-2-0x04", bad: func(*termEnv) []byte { return cat(untagged(3, true, 0, 0, 1, 4), []byte("x")) },
-		code: wire.TermDDPInvalidMO, ddpLen: 18},
+		code: rdma.TermDDPInvalidMO, ddpLen: 18},
 	{name: "Send/too-long/DDP-2-0x05", bad: func(*termEnv) []byte { return cat(untagged(3, true, 0, 0, 1, 0), make([]byte, 65)) },
-		code: wire.TermDDPTooLong, ddpLen: 18},
+		code: rdma.TermDDPTooLong, ddpLen: 18},
 	{name: "Send/DDP-version/DDP-2-0x06", bad: func(*termEnv) []byte {
 		b := cat(untagged(3, true, 0, 0, 1, 0), []byte("x"))
 		b[0] &^= 3
 		return b
-	}, code: wire.TermDDPUntaggedVersion, ddpLen: 18},
+	}, code: rdma.TermDDPUntaggedVersion, ddpLen: 18},
 	{name: "Send/RDMAP-version/RDMAP-2-0x05", bad: func(*termEnv) []byte {
 		b := cat(untagged(3, true, 0, 0, 1, 0), []byte("x"))
 		b[1] = 0x80 | 3
 		return b
-	}, code: wire.TermRDMAPInvalidVersion, ddpLen: 18},
+	}, code: rdma.TermRDMAPInvalidVersion, ddpLen: 18},
 	{name: "opcode-0xC/RDMAP-2-0x06", bad: func(*termEnv) []byte { return cat(untagged(0xC, true, 0, 0, 1, 0), []byte("x")) },
-		code: wire.TermRDMAPUnexpectedOpcode, ddpLen: 18},
+		code: rdma.TermRDMAPUnexpectedOpcode, ddpLen: 18},
 	{name: "Send-beyond-posted-receives/DDP-2-0x02", pre: func(e *termEnv) {
 		rxAll(e.c, e.p.frame(cat(untagged(3, true, 0, 0, 1, 0), []byte("first"))), 3)
 	}, bad: func(*termEnv) []byte { return cat(untagged(3, true, 0, 0, 2, 0), []byte("second")) },
-		code: wire.TermDDPNoBuffer, ddpLen: 18},
+		code: rdma.TermDDPNoBuffer, ddpLen: 18},
 	{name: "Sends-interleaved/DDP-2-0x03", pre: func(e *termEnv) {
 		rxAll(e.c, e.p.frame(cat(untagged(3, false, 0, 0, 1, 0), []byte("one-a"))), 3)
 	}, bad: func(*termEnv) []byte { return cat(untagged(3, true, 0, 0, 2, 0), []byte("two")) },
-		code: wire.TermDDPMSNRange, ddpLen: 18},
+		code: rdma.TermDDPMSNRange, ddpLen: 18},
 	{name: "Send-MO-overlap/DDP-2-0x04", pre: func(e *termEnv) {
 		rxAll(e.c, e.p.frame(cat(untagged(3, false, 0, 0, 1, 0), []byte("abcdefgh"))), 3)
 	}, bad: func(*termEnv) []byte { return cat(untagged(3, true, 0, 0, 1, 4), []byte("efgh")) },
-		code: wire.TermDDPInvalidMO, ddpLen: 18},
+		code: rdma.TermDDPInvalidMO, ddpLen: 18},
 
 	// Read Requests (RFC 5040 §5.2, §7): the RDMA header attached.
 	{name: "ReadRequest/invalid-STag/RDMAP-1-0x00", bad: func(e *termEnv) []byte {
 		return cat(untagged(1, true, 0, 1, 1, 0), readReqHdr(0x100, 0, 8, stagOf(e.read)^1, e.read.Base()))
-	}, code: wire.TermRDMAPInvalidSTag, ddpLen: 18, rdma: true},
+	}, code: rdma.TermRDMAPInvalidSTag, ddpLen: 18, rdma: true},
 	{name: "ReadRequest/access/RDMAP-1-0x02", bad: func(e *termEnv) []byte {
 		return cat(untagged(1, true, 0, 1, 1, 0), readReqHdr(0x100, 0, 8, stagOf(e.noAcc), e.noAcc.Base()))
-	}, code: wire.TermRDMAPAccessRights, ddpLen: 18, rdma: true},
+	}, code: rdma.TermRDMAPAccessRights, ddpLen: 18, rdma: true},
 	{name: "ReadRequest/bounds/RDMAP-1-0x01", bad: func(e *termEnv) []byte {
 		return cat(untagged(1, true, 0, 1, 1, 0), readReqHdr(0x100, 0, 65, stagOf(e.read), e.read.Base()))
-	}, code: wire.TermRDMAPBaseBounds, ddpLen: 18, rdma: true},
+	}, code: rdma.TermRDMAPBaseBounds, ddpLen: 18, rdma: true},
 	{name: "ReadRequest/other-PD/RDMAP-1-0x03", bad: func(e *termEnv) []byte {
 		return cat(untagged(1, true, 0, 1, 1, 0), readReqHdr(0x100, 0, 8, stagOf(e.otherPD), e.otherPD.Base()))
-	}, code: wire.TermRDMAPSTagNotAssoc, ddpLen: 18, rdma: true},
+	}, code: rdma.TermRDMAPSTagNotAssoc, ddpLen: 18, rdma: true},
 	{name: "ReadRequest/TO-wrap/RDMAP-1-0x04", bad: func(e *termEnv) []byte {
 		return cat(untagged(1, true, 0, 1, 1, 0), readReqHdr(0x100, 0, 8, stagOf(e.read), ^uint64(0)-3))
-	}, code: wire.TermRDMAPTOWrap, ddpLen: 18, rdma: true},
+	}, code: rdma.TermRDMAPTOWrap, ddpLen: 18, rdma: true},
 	{name: "ReadRequest/4GiB/RDMAP-1-0x01", bad: func(e *termEnv) []byte {
 		return cat(untagged(1, true, 0, 1, 1, 0), readReqHdr(0x100, 0, 0xffffffff, stagOf(e.read), e.read.Base()))
-	}, code: wire.TermRDMAPBaseBounds, ddpLen: 18, rdma: true},
+	}, code: rdma.TermRDMAPBaseBounds, ddpLen: 18, rdma: true},
 	{name: "ReadRequest/MSN/DDP-2-0x03", bad: func(e *termEnv) []byte {
 		return cat(untagged(1, true, 0, 1, 5, 0), readReqHdr(9, 0, 8, stagOf(e.read), e.read.Base()))
-	}, code: wire.TermDDPMSNRange, ddpLen: 18, rdma: true},
+	}, code: rdma.TermDDPMSNRange, ddpLen: 18, rdma: true},
 	{name: "ReadRequest/short/RDMAP-2-0xFF", bad: func(e *termEnv) []byte {
 		return cat(untagged(1, true, 0, 1, 1, 0), readReqHdr(9, 0, 8, stagOf(e.read), e.read.Base())[:20])
-	}, code: wire.TermRDMAPOpUnspecified, ddpLen: 18},
+	}, code: rdma.TermRDMAPOpUnspecified, ddpLen: 18},
 	{name: "ReadRequest/IRD-exceeded/RDMAP-2-0x07", pre: func(e *termEnv) {
 		for msn := uint32(1); msn <= 4; msn++ {
 			rxAll(e.c, e.p.frame(cat(untagged(1, true, 0, 1, msn, 0), readReqHdr(9, 0, 8, stagOf(e.read), e.read.Base()))), 3)
 		}
 	}, bad: func(e *termEnv) []byte {
 		return cat(untagged(1, true, 0, 1, 5, 0), readReqHdr(9, 0, 8, stagOf(e.read), e.read.Base()))
-	}, code: wire.TermRDMAPStreamCatastroph, ddpLen: 18, rdma: true, queued: true},
+	}, code: rdma.TermRDMAPStreamCatastroph, ddpLen: 18, rdma: true, queued: true},
 
 	// Read Responses against this side's outstanding Read.
 	{name: "ReadResponse/unsolicited/RDMAP-2-0x06", bad: func(e *termEnv) []byte {
 		return cat(tagged(2, true, stagOf(e.write), e.write.Base()), []byte("data"))
-	}, code: wire.TermRDMAPUnexpectedOpcode, ddpLen: 14},
+	}, code: rdma.TermRDMAPUnexpectedOpcode, ddpLen: 14},
 	{name: "ReadResponse/outside-sink/DDP-1-0x01", pre: func(e *termEnv) {
 		e.outstanding(SendWR{ID: 3, Op: OpRead, Flags: Signaled, SGL: []SGE{{Region: e.sink, Len: 64}}, RemoteSTag: 77})
 	}, bad: func(e *termEnv) []byte {
 		return cat(tagged(2, true, stagOf(e.sink), e.sink.Base()+32), make([]byte, 64))
 	},
-		code: wire.TermDDPBaseBounds, ddpLen: 14},
+		code: rdma.TermDDPBaseBounds, ddpLen: 14},
 	{name: "ReadResponse/wrong-STag/DDP-1-0x00", pre: func(e *termEnv) {
 		e.outstanding(SendWR{ID: 3, Op: OpRead, Flags: Signaled, SGL: []SGE{{Region: e.sink, Len: 64}}, RemoteSTag: 77})
 	}, bad: func(e *termEnv) []byte {
 		return cat(tagged(2, true, stagOf(e.write), e.write.Base()), make([]byte, 64))
 	},
-		code: wire.TermDDPInvalidSTag, ddpLen: 14},
+		code: rdma.TermDDPInvalidSTag, ddpLen: 14},
 	{name: "ReadResponse/short-at-L/DDP-1-0x01", pre: func(e *termEnv) {
 		e.outstanding(SendWR{ID: 3, Op: OpRead, Flags: Signaled, SGL: []SGE{{Region: e.sink, Len: 64}}, RemoteSTag: 77})
 	}, bad: func(e *termEnv) []byte { return cat(tagged(2, true, stagOf(e.sink), e.sink.Base()), make([]byte, 60)) },
-		code: wire.TermDDPBaseBounds, ddpLen: 14},
+		code: rdma.TermDDPBaseBounds, ddpLen: 14},
 	{name: "ReadResponse-before-AtomicResponse/RDMAP-2-0x06", pre: func(e *termEnv) {
 		e.outstanding(SendWR{ID: 3, Op: OpFetchAdd, Flags: Signaled, RemoteSTag: 77})
 		e.outstanding(SendWR{ID: 4, Op: OpRead, Flags: Signaled, SGL: []SGE{{Region: e.sink, Len: 64}}, RemoteSTag: 77})
 	}, bad: func(e *termEnv) []byte { return cat(tagged(2, true, stagOf(e.sink), e.sink.Base()), make([]byte, 64)) },
-		code: wire.TermRDMAPUnexpectedOpcode, ddpLen: 14},
+		code: rdma.TermRDMAPUnexpectedOpcode, ddpLen: 14},
 
 	// Send with Invalidate (RFC 5040 §5.3): 0x09, type 1 for an access
 	// failure, type 2 otherwise, as siw.
 	{name: "SendInv/unknown-STag/RDMAP-2-0x09", bad: func(e *termEnv) []byte {
 		return cat(untagged(4, true, stagOf(e.inv)^0x100, 0, 1, 0), []byte("bye"))
-	}, code: wire.TermRDMAPOpInvalidate, ddpLen: 18},
+	}, code: rdma.TermRDMAPOpInvalidate, ddpLen: 18},
 	{name: "SendInv/already-invalid/RDMAP-2-0x09", bad: func(e *termEnv) []byte {
 		return cat(untagged(4, true, stagOf(e.dead), 0, 1, 0), []byte("bye"))
-	}, code: wire.TermRDMAPOpInvalidate, ddpLen: 18},
+	}, code: rdma.TermRDMAPOpInvalidate, ddpLen: 18},
 	{name: "SendInv/other-PD/RDMAP-1-0x09", bad: func(e *termEnv) []byte {
 		return cat(untagged(4, true, stagOf(e.otherAt), 0, 1, 0), []byte("bye"))
-	}, code: wire.TermRDMAPProtInvalidate, ddpLen: 18},
+	}, code: rdma.TermRDMAPProtInvalidate, ddpLen: 18},
 	{name: "SendInv/not-invalidatable/RDMAP-1-0x09", bad: func(e *termEnv) []byte {
 		return cat(untagged(4, true, stagOf(e.write), 0, 1, 0), []byte("bye"))
-	}, code: wire.TermRDMAPProtInvalidate, ddpLen: 18},
+	}, code: rdma.TermRDMAPProtInvalidate, ddpLen: 18},
 
 	// RFC 7306 (docs/extensions.md §6): the DDP header, no RDMA header.
 	{name: "Atomic/misaligned/RDMAP-2-0x07", bad: func(e *termEnv) []byte { return atomicReq(1, 0, stagOf(e.atomic), e.atomic.Base()+4) },
-		code: wire.TermRDMAPStreamCatastroph, ddpLen: 18},
+		code: rdma.TermRDMAPStreamCatastroph, ddpLen: 18},
 	{name: "Atomic/invalid-STag/RDMAP-1-0x00", bad: func(e *termEnv) []byte { return atomicReq(1, 0, stagOf(e.atomic)^1, e.atomic.Base()) },
-		code: wire.TermRDMAPInvalidSTag, ddpLen: 18},
+		code: rdma.TermRDMAPInvalidSTag, ddpLen: 18},
 	{name: "Atomic/other-PD/RDMAP-1-0x03", bad: func(e *termEnv) []byte { return atomicReq(1, 0, stagOf(e.otherAt), e.otherAt.Base()) },
-		code: wire.TermRDMAPSTagNotAssoc, ddpLen: 18},
+		code: rdma.TermRDMAPSTagNotAssoc, ddpLen: 18},
 	{name: "Atomic/no-atomic-access/RDMAP-1-0x02", bad: func(e *termEnv) []byte { return atomicReq(1, 0, stagOf(e.write), e.write.Base()) },
-		code: wire.TermRDMAPAccessRights, ddpLen: 18},
+		code: rdma.TermRDMAPAccessRights, ddpLen: 18},
 	{name: "Atomic/out-of-bounds/RDMAP-1-0x01", bad: func(e *termEnv) []byte { return atomicReq(1, 0, stagOf(e.atomic), e.atomic.Base()+64) },
-		code: wire.TermRDMAPBaseBounds, ddpLen: 18},
+		code: rdma.TermRDMAPBaseBounds, ddpLen: 18},
 	{name: "Atomic/misaligned-and-out-of-bounds/RDMAP-1-0x01", bad: func(e *termEnv) []byte { return atomicReq(1, 0, stagOf(e.atomic), e.atomic.Base()+60) },
-		code: wire.TermRDMAPBaseBounds, ddpLen: 18},
+		code: rdma.TermRDMAPBaseBounds, ddpLen: 18},
 	{name: "Atomic/unknown-AOpCode/RDMAP-2-0x06", bad: func(e *termEnv) []byte { return atomicReq(1, 1, stagOf(e.atomic), e.atomic.Base()) },
-		code: wire.TermRDMAPUnexpectedOpcode, ddpLen: 18},
+		code: rdma.TermRDMAPUnexpectedOpcode, ddpLen: 18},
 	{name: "Atomic/MSN/DDP-2-0x03", bad: func(e *termEnv) []byte { return atomicReq(2, 0, stagOf(e.atomic), e.atomic.Base()) },
-		code: wire.TermDDPMSNRange, ddpLen: 18},
+		code: rdma.TermDDPMSNRange, ddpLen: 18},
 	{name: "Atomic/short/RDMAP-2-0xFF", bad: func(e *termEnv) []byte { return atomicReq(1, 0, stagOf(e.atomic), e.atomic.Base())[:60] },
-		code: wire.TermRDMAPOpUnspecified, ddpLen: 18},
+		code: rdma.TermRDMAPOpUnspecified, ddpLen: 18},
 	{name: "Atomic/IRD-exceeded/RDMAP-2-0x07", pre: func(e *termEnv) {
 		for msn := uint32(1); msn <= 4; msn++ {
 			rxAll(e.c, e.p.frame(atomicReq(msn, 0, stagOf(e.atomic), e.atomic.Base())), 3)
 		}
 	}, bad: func(e *termEnv) []byte { return atomicReq(5, 0, stagOf(e.atomic), e.atomic.Base()) },
-		code: wire.TermRDMAPStreamCatastroph, ddpLen: 18, queued: true},
+		code: rdma.TermRDMAPStreamCatastroph, ddpLen: 18, queued: true},
 	{name: "Immediate/7-bytes/RDMAP-2-0xFF", bad: func(*termEnv) []byte { return cat(untagged(8, true, 0, 0, 1, 0), make([]byte, 7)) },
-		code: wire.TermRDMAPOpUnspecified, ddpLen: 18},
+		code: rdma.TermRDMAPOpUnspecified, ddpLen: 18},
 	{name: "Immediate/9-bytes/RDMAP-2-0xFF", bad: func(*termEnv) []byte { return cat(untagged(9, true, 0, 0, 1, 0), make([]byte, 9)) },
-		code: wire.TermRDMAPOpUnspecified, ddpLen: 18},
+		code: rdma.TermRDMAPOpUnspecified, ddpLen: 18},
 	{name: "Immediate/MSN/DDP-2-0x03", bad: func(*termEnv) []byte { return cat(untagged(8, true, 0, 0, 3, 0), make([]byte, 8)) },
-		code: wire.TermDDPMSNRange, ddpLen: 18},
+		code: rdma.TermDDPMSNRange, ddpLen: 18},
 	{name: "Immediate/no-receive/DDP-2-0x02", pre: func(e *termEnv) {
 		rxAll(e.c, e.p.frame(cat(untagged(8, true, 0, 0, 1, 0), make([]byte, 8))), 3)
 	}, bad: func(*termEnv) []byte { return cat(untagged(8, true, 0, 0, 2, 0), make([]byte, 8)) },
-		code: wire.TermDDPNoBuffer, ddpLen: 18},
+		code: rdma.TermDDPNoBuffer, ddpLen: 18},
 	{name: "AtomicResponse/unsolicited/RDMAP-2-0x06", bad: func(*termEnv) []byte { return cat(untagged(0xB, true, 0, 3, 1, 0), make([]byte, 12)) },
-		code: wire.TermRDMAPUnexpectedOpcode, ddpLen: 18},
+		code: rdma.TermRDMAPUnexpectedOpcode, ddpLen: 18},
 	{name: "AtomicResponse/wrong-ID/RDMAP-2-0xFF", pre: func(e *termEnv) {
 		e.outstanding(SendWR{ID: 3, Op: OpFetchAdd, Flags: Signaled, RemoteSTag: 77})
 	}, bad: func(*termEnv) []byte {
 		return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint32(untagged(0xB, true, 0, 3, 1, 0), 99), 7)
-	}, code: wire.TermRDMAPOpUnspecified, ddpLen: 18},
+	}, code: rdma.TermRDMAPOpUnspecified, ddpLen: 18},
 	{name: "AtomicResponse/MSN/DDP-2-0x03", pre: func(e *termEnv) {
 		e.outstanding(SendWR{ID: 3, Op: OpFetchAdd, Flags: Signaled, RemoteSTag: 77})
 	}, bad: func(*termEnv) []byte { return cat(untagged(0xB, true, 0, 3, 2, 0), make([]byte, 12)) },
-		code: wire.TermDDPMSNRange, ddpLen: 18},
+		code: rdma.TermDDPMSNRange, ddpLen: 18},
 	{name: "AtomicResponse/before-ReadResponse/RDMAP-2-0x06", pre: func(e *termEnv) {
 		e.outstanding(SendWR{ID: 3, Op: OpRead, Flags: Signaled, SGL: []SGE{{Region: e.sink, Len: 64}}, RemoteSTag: 77})
 		e.outstanding(SendWR{ID: 4, Op: OpFetchAdd, Flags: Signaled, RemoteSTag: 77})
 	}, bad: func(*termEnv) []byte { return cat(untagged(0xB, true, 0, 3, 1, 0), make([]byte, 12)) },
-		code: wire.TermRDMAPUnexpectedOpcode, ddpLen: 18},
+		code: rdma.TermRDMAPUnexpectedOpcode, ddpLen: 18},
 
 	// Single-segment messages and continuing segments (docs/wire.md,
 	// defects 4 and 11).
 	{name: "Segment/Read-Request-L0/DDP-2-0x05", bad: func(e *termEnv) []byte {
 		return cat(untagged(1, false, 0, 1, 1, 0), readReqHdr(9, 0, 8, stagOf(e.read), e.read.Base()))
-	}, code: wire.TermDDPTooLong, ddpLen: 18},
+	}, code: rdma.TermDDPTooLong, ddpLen: 18},
 	{name: "Segment/Read-Request-MO-8/DDP-2-0x04", bad: func(e *termEnv) []byte {
 		return cat(untagged(1, true, 0, 1, 1, 8), readReqHdr(9, 0, 8, stagOf(e.read), e.read.Base()))
-	}, code: wire.TermDDPInvalidMO, ddpLen: 18},
+	}, code: rdma.TermDDPInvalidMO, ddpLen: 18},
 	{name: "Segment/Atomic-Request-L0/DDP-2-0x05", bad: func(e *termEnv) []byte {
 		b := atomicReq(1, 0, stagOf(e.atomic), e.atomic.Base())
 		b[0] &^= 0x40
 		return b
-	}, code: wire.TermDDPTooLong, ddpLen: 18},
+	}, code: rdma.TermDDPTooLong, ddpLen: 18},
 	{name: "Segment/Atomic-Request-MO-8/DDP-2-0x04", bad: func(e *termEnv) []byte {
 		b := atomicReq(1, 0, stagOf(e.atomic), e.atomic.Base())
 		binary.BigEndian.PutUint32(b[14:], 8)
 		return b
-	}, code: wire.TermDDPInvalidMO, ddpLen: 18},
+	}, code: rdma.TermDDPInvalidMO, ddpLen: 18},
 	{name: "Segment/Atomic-Response-MO-8/DDP-2-0x04", bad: func(*termEnv) []byte { return cat(untagged(0xB, true, 0, 3, 1, 8), make([]byte, 12)) },
-		code: wire.TermDDPInvalidMO, ddpLen: 18},
+		code: rdma.TermDDPInvalidMO, ddpLen: 18},
 	{name: "Segment/Immediate-Data-L0/DDP-2-0x05", bad: func(*termEnv) []byte { return cat(untagged(8, false, 0, 0, 1, 0), make([]byte, 8)) },
-		code: wire.TermDDPTooLong, ddpLen: 18},
+		code: rdma.TermDDPTooLong, ddpLen: 18},
 	{name: "Segment/Immediate-Data-MO-8/DDP-2-0x04", bad: func(*termEnv) []byte { return cat(untagged(8, true, 0, 0, 1, 8), make([]byte, 8)) },
-		code: wire.TermDDPInvalidMO, ddpLen: 18},
+		code: rdma.TermDDPInvalidMO, ddpLen: 18},
 	{name: "Segment/Send-ended-by-Send-with-SE/RDMAP-2-0x06", pre: func(e *termEnv) {
 		rxAll(e.c, e.p.frame(cat(untagged(3, false, 0, 0, 1, 0), []byte("abcd"))), 3)
 	}, bad: func(*termEnv) []byte { return cat(untagged(5, true, 0, 0, 1, 4), []byte("efgh")) },
-		code: wire.TermRDMAPUnexpectedOpcode, ddpLen: 18},
+		code: rdma.TermRDMAPUnexpectedOpcode, ddpLen: 18},
 	{name: "Segment/Immediate-continuing-a-Send/RDMAP-2-0x06", pre: func(e *termEnv) {
 		rxAll(e.c, e.p.frame(untagged(3, false, 0, 0, 1, 0)), 3)
 	}, bad: func(*termEnv) []byte { return cat(untagged(8, true, 0, 0, 1, 0), make([]byte, 8)) },
-		code: wire.TermRDMAPUnexpectedOpcode, ddpLen: 18},
+		code: rdma.TermRDMAPUnexpectedOpcode, ddpLen: 18},
 	{name: "Segment/Immediate-during-a-Send/DDP-2-0x03", pre: func(e *termEnv) {
 		rxAll(e.c, e.p.frame(untagged(3, false, 0, 0, 1, 0)), 3)
 	}, bad: func(*termEnv) []byte { return cat(untagged(8, true, 0, 0, 2, 0), make([]byte, 8)) },
-		code: wire.TermDDPMSNRange, ddpLen: 18},
+		code: rdma.TermDDPMSNRange, ddpLen: 18},
 
 	// The V2 draft (docs/extensions.md §9).
 	{name: "V2/RV2-not-negotiated/RDMAP-2-0x05", bad: func(*termEnv) []byte { return cat(v2(untagged(0, true, 0, 0, 1, 0), 0x13), make([]byte, 8)) },
-		code: wire.TermRDMAPInvalidVersion, ddpLen: 18},
+		code: rdma.TermRDMAPInvalidVersion, ddpLen: 18},
 	{name: "V2/RV1-after-V2/RDMAP-2-0x05", v2: true, bad: func(*termEnv) []byte { return cat(untagged(3, true, 0, 0, 1, 0), []byte("x")) },
-		code: wire.TermRDMAPInvalidVersion, ddpLen: 18},
+		code: rdma.TermRDMAPInvalidVersion, ddpLen: 18},
 	{name: "V2/undefined-opcode-0x17/RDMAP-2-0x06", v2: true, bad: func(*termEnv) []byte { return cat(v2(untagged(0, true, 0, 0, 1, 0), 0x17), []byte("x")) },
-		code: wire.TermRDMAPUnexpectedOpcode, ddpLen: 18},
+		code: rdma.TermRDMAPUnexpectedOpcode, ddpLen: 18},
 	{name: "V2/SendImm-last-7-bytes/RDMAP-2-0xFF", v2: true, bad: func(*termEnv) []byte { return cat(v2(untagged(0, true, 0, 0, 1, 0), 0x13), make([]byte, 7)) },
-		code: wire.TermRDMAPOpUnspecified, ddpLen: 18},
+		code: rdma.TermRDMAPOpUnspecified, ddpLen: 18},
 	{name: "V2/SendImm-last-with-payload/RDMAP-2-0xFF", v2: true, bad: func(*termEnv) []byte { return cat(v2(untagged(0, true, 0, 0, 1, 0), 0x13), make([]byte, 12)) },
-		code: wire.TermRDMAPOpUnspecified, ddpLen: 18},
+		code: rdma.TermRDMAPOpUnspecified, ddpLen: 18},
 	{name: "V2/SendImm-MO-gap/DDP-2-0x04", v2: true, pre: func(e *termEnv) {
 		rxAll(e.c, e.p.frame(cat(v2(untagged(0, false, 0, 0, 1, 0), 0x13), []byte("abcd"))), 3)
 	}, bad: func(*termEnv) []byte { return cat(v2(untagged(0, true, 0, 0, 1, 6), 0x13), make([]byte, 8)) },
-		code: wire.TermDDPInvalidMO, ddpLen: 18},
+		code: rdma.TermDDPInvalidMO, ddpLen: 18},
 	{name: "V2/SendImm-ended-by-Send/RDMAP-2-0x06", v2: true, pre: func(e *termEnv) {
 		rxAll(e.c, e.p.frame(cat(v2(untagged(0, false, 0, 0, 1, 0), 0x13), []byte("abcd"))), 3)
 	}, bad: func(*termEnv) []byte { return cat(v2(untagged(0, true, 0, 0, 1, 4), 0x3), []byte("efgh")) },
-		code: wire.TermRDMAPUnexpectedOpcode, ddpLen: 18},
+		code: rdma.TermRDMAPUnexpectedOpcode, ddpLen: 18},
 	{name: "V2/Send-ended-by-SendImm/RDMAP-2-0x06", v2: true, pre: func(e *termEnv) {
 		rxAll(e.c, e.p.frame(cat(v2(untagged(0, false, 0, 0, 1, 0), 0x3), []byte("abcd"))), 3)
 	}, bad: func(*termEnv) []byte { return cat(v2(untagged(0, true, 0, 0, 1, 4), 0x13), make([]byte, 8)) },
-		code: wire.TermRDMAPUnexpectedOpcode, ddpLen: 18},
+		code: rdma.TermRDMAPUnexpectedOpcode, ddpLen: 18},
 	{name: "V2/ReadV2Request-L0/DDP-2-0x05", v2: true, bad: func(e *termEnv) []byte {
 		return readV2Req(v2(untagged(0, false, 0, 1, 1, 0), 0x11), 16, stagOf(e.read), e.read.Base())
-	}, code: wire.TermDDPTooLong, ddpLen: 18},
+	}, code: rdma.TermDDPTooLong, ddpLen: 18},
 	{name: "V2/ReadV2Request-MO-8/DDP-2-0x04", v2: true, bad: func(e *termEnv) []byte {
 		return readV2Req(v2(untagged(0, true, 0, 1, 1, 8), 0x11), 16, stagOf(e.read), e.read.Base())
-	}, code: wire.TermDDPInvalidMO, ddpLen: 18},
+	}, code: rdma.TermDDPInvalidMO, ddpLen: 18},
 	{name: "V2/ReadV2Request-invalid-STag/RDMAP-1-0x00", v2: true, bad: func(e *termEnv) []byte {
 		return readV2Req(v2(untagged(0, true, 0, 1, 1, 0), 0x11), 16, stagOf(e.read)^1, e.read.Base())
-	}, code: wire.TermRDMAPInvalidSTag, ddpLen: 18},
+	}, code: rdma.TermRDMAPInvalidSTag, ddpLen: 18},
 	{name: "V2/ReadV2Response-unsolicited/RDMAP-2-0x06", v2: true, bad: func(*termEnv) []byte { return cat(v2(untagged(0, true, 0, 3, 1, 0), 0x12), make([]byte, 4)) },
-		code: wire.TermRDMAPUnexpectedOpcode, ddpLen: 18},
+		code: rdma.TermRDMAPUnexpectedOpcode, ddpLen: 18},
 	{name: "V2/ReadV2Response-too-long/DDP-2-0x05", v2: true, pre: readV2Outstanding,
-		bad: func(*termEnv) []byte { return cat(v2(untagged(0, true, 0, 3, 1, 0), 0x12), make([]byte, 17)) }, code: wire.TermDDPTooLong, ddpLen: 18},
+		bad: func(*termEnv) []byte { return cat(v2(untagged(0, true, 0, 3, 1, 0), 0x12), make([]byte, 17)) }, code: rdma.TermDDPTooLong, ddpLen: 18},
 	{name: "V2/ReadV2Response-short-at-L/DDP-2-0x04", v2: true, pre: readV2Outstanding,
-		bad: func(*termEnv) []byte { return cat(v2(untagged(0, true, 0, 3, 1, 0), 0x12), make([]byte, 15)) }, code: wire.TermDDPInvalidMO, ddpLen: 18},
+		bad: func(*termEnv) []byte { return cat(v2(untagged(0, true, 0, 3, 1, 0), 0x12), make([]byte, 15)) }, code: rdma.TermDDPInvalidMO, ddpLen: 18},
 	{name: "V2/ReadV2Response-MO-gap/DDP-2-0x04", v2: true, pre: readV2Outstanding,
-		bad: func(*termEnv) []byte { return cat(v2(untagged(0, false, 0, 3, 1, 4), 0x12), make([]byte, 4)) }, code: wire.TermDDPInvalidMO, ddpLen: 18},
+		bad: func(*termEnv) []byte { return cat(v2(untagged(0, false, 0, 3, 1, 4), 0x12), make([]byte, 4)) }, code: rdma.TermDDPInvalidMO, ddpLen: 18},
 	{name: "V2/ReadV2Response-MSN/DDP-2-0x03", v2: true, pre: readV2Outstanding,
-		bad: func(*termEnv) []byte { return cat(v2(untagged(0, true, 0, 3, 2, 0), 0x12), make([]byte, 16)) }, code: wire.TermDDPMSNRange, ddpLen: 18},
+		bad: func(*termEnv) []byte { return cat(v2(untagged(0, true, 0, 3, 2, 0), 0x12), make([]byte, 16)) }, code: rdma.TermDDPMSNRange, ddpLen: 18},
 	{name: "V2/ReadV2Response-continued-by-AtomicResponse/RDMAP-2-0x06", v2: true, pre: func(e *termEnv) {
 		readV2Outstanding(e)
 		rxAll(e.c, e.p.frame(cat(v2(untagged(0, false, 0, 3, 1, 0), 0x12), make([]byte, 8))), 3)
 	}, bad: func(*termEnv) []byte { return cat(v2(untagged(0, true, 0, 3, 1, 0), 0xB), make([]byte, 12)) },
-		code: wire.TermRDMAPUnexpectedOpcode, ddpLen: 18},
+		code: rdma.TermRDMAPUnexpectedOpcode, ddpLen: 18},
 }
 
 // readV2Req appends a Read V2 Request header to the DDP header h.
@@ -396,7 +396,7 @@ func TestTerminates(t *testing.T) {
 				if !tc.queued {
 					e.p.recv(txAll(e.c))
 				}
-				if e.c.State() != StateRTS {
+				if e.c.State() != rdma.StateRTS {
 					t.Fatalf("after the legal part: %v (%v)", e.c.State(), e.c.Err())
 				}
 			}
@@ -421,11 +421,11 @@ func TestTerminates(t *testing.T) {
 // checkTerminated checks a core that sent a Terminate of code: TERMINATE,
 // the half-close asked for, input drained, then ERROR at the peer's close
 // with the receive flushed and the canaries intact.
-func checkTerminated(t *testing.T, e *termEnv, code wire.TermCode) {
+func checkTerminated(t *testing.T, e *termEnv, code rdma.TermCode) {
 	t.Helper()
 	c := e.c
 	var te *TerminateError
-	if c.State() != StateTerminate || !errors.As(c.Err(), &te) || !te.Sent || te.Code != code {
+	if c.State() != rdma.StateTerminate || !errors.As(c.Err(), &te) || !te.Sent || te.Code != code {
 		t.Fatalf("state %v, error %v: want TERMINATE with a sent Terminate %v", c.State(), c.Err(), code)
 	}
 	if !c.WantHalfClose() || c.WantClose() || !c.Waiting() {
@@ -435,14 +435,14 @@ func checkTerminated(t *testing.T, e *termEnv, code wire.TermCode) {
 		t.Fatalf("drained %d octets of 10000", n)
 	}
 	c.RxEOF(nil)
-	if c.State() != StateError || !c.WantClose() || c.Err() != te {
+	if c.State() != rdma.StateError || !c.WantClose() || c.Err() != te {
 		t.Fatalf("after the peer's close: %v (%v), close %v", c.State(), c.Err(), c.WantClose())
 	}
 	for _, comp := range poll(c) {
-		if comp.Status == StatusSuccess && comp.Queue == RecvQueue && comp.ID == 5 {
+		if comp.Status == rdma.StatusSuccess && comp.Queue == RecvQueue && comp.ID == 5 {
 			continue // a legal Send before the violation
 		}
-		if comp.Status == StatusSuccess {
+		if comp.Status == rdma.StatusSuccess {
 			t.Fatalf("completion %+v after the Terminate", comp)
 		}
 	}
@@ -471,14 +471,14 @@ func TestFramingTerminates(t *testing.T) {
 		name   string
 		stream []byte
 		eof    bool
-		code   wire.TermCode
+		code   rdma.TermCode
 		max    int
 	}{
-		{"CRC/LLP-0x02", frame(rtr, func(v uint32) uint32 { return v ^ 1 }), false, wire.TermLLPCRC, 0},
-		{"ULPDU-too-long/LLP-0x03", frame(cat(rtr, make([]byte, 200)), good), false, wire.TermLLPMarker, 100},
-		{"ULPDU-too-short/LLP-0x03", frame(rtr[:10], good), false, wire.TermLLPMarker, 0},
-		{"untagged-header-cut/DDP-0-0x00", frame(untagged(3, true, 0, 0, 1, 0)[:16], good), false, wire.TermDDPCatastrophic, 0},
-		{"truncated/LLP-0x01", frame(rtr, good)[:9], true, wire.TermLLPConnLost, 0},
+		{"CRC/LLP-0x02", frame(rtr, func(v uint32) uint32 { return v ^ 1 }), false, rdma.TermLLPCRC, 0},
+		{"ULPDU-too-long/LLP-0x03", frame(cat(rtr, make([]byte, 200)), good), false, rdma.TermLLPMarker, 100},
+		{"ULPDU-too-short/LLP-0x03", frame(rtr[:10], good), false, rdma.TermLLPMarker, 0},
+		{"untagged-header-cut/DDP-0-0x00", frame(untagged(3, true, 0, 0, 1, 0)[:16], good), false, rdma.TermDDPCatastrophic, 0},
+		{"truncated/LLP-0x01", frame(rtr, good)[:9], true, rdma.TermLLPConnLost, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -490,7 +490,7 @@ func TestFramingTerminates(t *testing.T) {
 				e.c.RxEOF(nil)
 			}
 			got := e.p.recv(txAll(e.c))
-			want := cat(untagged(7, true, 0, 2, 1, 0), []byte{byte(tc.code.Layer)<<4 | byte(tc.code.Type), tc.code.Code, 0, 0})
+			want := cat(untagged(7, true, 0, 2, 1, 0), []byte{byte(tc.code.Layer())<<4 | byte(tc.code.Type()), tc.code.Code(), 0, 0})
 			if len(got) != 1 || !bytes.Equal(got[0], want) {
 				t.Fatalf("sent % x, want the Terminate % x", got, want)
 			}
@@ -498,10 +498,10 @@ func TestFramingTerminates(t *testing.T) {
 			if !errors.As(e.c.Err(), &te) || !te.Sent || te.Code != tc.code {
 				t.Fatalf("error %v", e.c.Err())
 			}
-			if tc.eof != (e.c.State() == StateError) {
+			if tc.eof != (e.c.State() == rdma.StateError) {
 				t.Fatalf("state %v: the peer's end of stream %v", e.c.State(), tc.eof)
 			}
-			if tc.code == wire.TermLLPCRC && e.c.Stats().CRCErrors != 1 {
+			if tc.code == rdma.TermLLPCRC && e.c.Stats().CRCErrors != 1 {
 				t.Fatalf("CRC errors counted: %d", e.c.Stats().CRCErrors)
 			}
 		})
@@ -516,11 +516,11 @@ func TestTerminateReceived(t *testing.T) {
 	e := newTermEnv(t, o)
 	e.outstanding(SendWR{ID: 1, Op: OpRead, Flags: Signaled, SGL: []SGE{{Region: e.sink, Len: 64}}, RemoteSTag: 77})
 	post(t, e.c, SendWR{ID: 2, Op: OpSend, Flags: Signaled})
-	code := wire.TermRDMAPInvalidSTag
-	term := cat(untagged(7, true, 0, 2, 1, 0), []byte{byte(code.Layer)<<4 | byte(code.Type), code.Code, 0, 0})
+	code := rdma.TermRDMAPInvalidSTag
+	term := cat(untagged(7, true, 0, 2, 1, 0), []byte{byte(code.Layer())<<4 | byte(code.Type()), code.Code(), 0, 0})
 	rxAll(e.c, e.p.frame(term), 1)
 	var te *TerminateError
-	if e.c.State() != StateTerminate || !e.c.WantClose() || !errors.As(e.c.Err(), &te) || te.Sent || te.Code != code {
+	if e.c.State() != rdma.StateTerminate || !e.c.WantClose() || !errors.As(e.c.Err(), &te) || te.Sent || te.Code != code {
 		t.Fatalf("state %v, close %v, error %v", e.c.State(), e.c.WantClose(), e.c.Err())
 	}
 	if e.c.RxBuf() != nil || e.c.WantTx() || len(txAll(e.c)) != 0 {
@@ -528,8 +528,8 @@ func TestTerminateReceived(t *testing.T) {
 	}
 	e.c.Close()
 	got := poll(e.c)
-	wantComps(t, got, Completion{Queue: SendQueue, ID: 1, Status: StatusRemoteAccess}, Completion{Queue: SendQueue, ID: 2, Status: StatusFlushed},
-		Completion{Queue: RecvQueue, ID: 5, Status: StatusFlushed})
+	wantComps(t, got, Completion{Queue: SendQueue, ID: 1, Status: rdma.StatusRemoteAccess}, Completion{Queue: SendQueue, ID: 2, Status: rdma.StatusFlushed},
+		Completion{Queue: RecvQueue, ID: 5, Status: rdma.StatusFlushed})
 	if got[0].Err != te || e.c.Err() != te {
 		t.Fatalf("errors %v, %v", got[0].Err, e.c.Err())
 	}
@@ -553,7 +553,7 @@ func TestRefusedFPDUCounted(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newTermEnv(t, defaults())
 			rxAll(e.c, e.p.frame(tc.ulpdus...), 7)
-			if e.c.State() != StateTerminate {
+			if e.c.State() != rdma.StateTerminate {
 				t.Fatalf("state %v, error %v", e.c.State(), e.c.Err())
 			}
 			var bytes uint64
@@ -590,8 +590,8 @@ func TestBrokenFirstFPDUReleasesHold(t *testing.T) {
 	f = append(f, make([]byte, fpdu.PadLen(len(u)))...)
 	f = binary.LittleEndian.AppendUint32(f, fpdu.CRC32c(f))
 	rxAll(e.c, f, 3)
-	code := wire.TermLLPMarker
-	want := cat(untagged(7, true, 0, 2, 1, 0), []byte{byte(code.Layer)<<4 | byte(code.Type), code.Code, 0, 0})
+	code := rdma.TermLLPMarker
+	want := cat(untagged(7, true, 0, 2, 1, 0), []byte{byte(code.Layer())<<4 | byte(code.Type()), code.Code(), 0, 0})
 	if got := e.p.recv(txAll(e.c)); len(got) != 1 || !bytes.Equal(got[0], want) {
 		t.Fatalf("sent % x, want the Terminate % x", got, want)
 	}
@@ -607,10 +607,10 @@ func TestTerminateWhileWriteOut(t *testing.T) {
 	post(t, e.c, SendWR{ID: 1, Op: OpWrite, Flags: Signaled, SGL: []SGE{{Region: e.sink, Len: 64}}, RemoteSTag: 77})
 	n := bufsLen(e.c.TxBufs(nil))
 	post(t, e.c, SendWR{ID: 2, Op: OpSend, Flags: Signaled})
-	code := wire.TermDDPInvalidSTag
-	term := cat(untagged(7, true, 0, 2, 1, 0), []byte{byte(code.Layer)<<4 | byte(code.Type), code.Code, 0, 0})
+	code := rdma.TermDDPInvalidSTag
+	term := cat(untagged(7, true, 0, 2, 1, 0), []byte{byte(code.Layer())<<4 | byte(code.Type()), code.Code(), 0, 0})
 	rxAll(e.c, e.p.frame(term), 1)
-	if e.c.State() != StateTerminate || e.c.WantClose() {
+	if e.c.State() != rdma.StateTerminate || e.c.WantClose() {
 		t.Fatalf("state %v, close %v with the Write's octets handed out", e.c.State(), e.c.WantClose())
 	}
 	e.c.TxDone(n)
@@ -618,8 +618,8 @@ func TestTerminateWhileWriteOut(t *testing.T) {
 		t.Fatal("no close after TxDone")
 	}
 	e.c.Close()
-	wantComps(t, poll(e.c), Completion{Queue: SendQueue, ID: 1, Status: StatusSuccess}, Completion{Queue: SendQueue, ID: 2, Status: StatusRemoteAccess},
-		Completion{Queue: RecvQueue, ID: 5, Status: StatusFlushed})
+	wantComps(t, poll(e.c), Completion{Queue: SendQueue, ID: 1, Status: rdma.StatusSuccess}, Completion{Queue: SendQueue, ID: 2, Status: rdma.StatusRemoteAccess},
+		Completion{Queue: RecvQueue, ID: 5, Status: rdma.StatusFlushed})
 }
 
 // TestPeerCloseWhileSendOut: the peer's close (its FIN) arrives while the
@@ -631,14 +631,14 @@ func TestPeerCloseWhileSendOut(t *testing.T) {
 	post(t, e.c, SendWR{ID: 1, Op: OpSend, Flags: Signaled, SGL: []SGE{{Region: e.sink, Len: 64}}})
 	n := bufsLen(e.c.TxBufs(nil))
 	e.c.RxEOF(nil)
-	if e.c.State() != StateRTS || e.c.WantClose() {
+	if e.c.State() != rdma.StateRTS || e.c.WantClose() {
 		t.Fatalf("state %v, close %v with the Send's octets handed out", e.c.State(), e.c.WantClose())
 	}
 	e.c.TxDone(n)
-	if e.c.State() != StateError || !errors.Is(e.c.Err(), ErrPeerDisconnected) {
+	if e.c.State() != rdma.StateError || !errors.Is(e.c.Err(), ErrPeerDisconnected) {
 		t.Fatalf("after TxDone: state %v, error %v", e.c.State(), e.c.Err())
 	}
-	wantComps(t, poll(e.c), Completion{Queue: SendQueue, ID: 1, Status: StatusSuccess}, Completion{Queue: RecvQueue, ID: 5, Status: StatusFlushed})
+	wantComps(t, poll(e.c), Completion{Queue: SendQueue, ID: 1, Status: rdma.StatusSuccess}, Completion{Queue: RecvQueue, ID: 5, Status: rdma.StatusFlushed})
 }
 
 // TestTerminateThenEOFWhileWriteOut: the peer's Terminate and then its
@@ -651,19 +651,19 @@ func TestTerminateThenEOFWhileWriteOut(t *testing.T) {
 		e := newTermEnv(t, defaults())
 		post(t, e.c, SendWR{ID: 1, Op: OpWrite, Flags: Signaled, SGL: []SGE{{Region: e.sink, Len: 64}}, RemoteSTag: 77})
 		n := bufsLen(e.c.TxBufs(nil))
-		code := wire.TermDDPInvalidSTag
-		term := cat(untagged(7, true, 0, 2, 1, 0), []byte{byte(code.Layer)<<4 | byte(code.Type), code.Code, 0, 0})
+		code := rdma.TermDDPInvalidSTag
+		term := cat(untagged(7, true, 0, 2, 1, 0), []byte{byte(code.Layer())<<4 | byte(code.Type()), code.Code(), 0, 0})
 		rxAll(e.c, e.p.frame(term), 1)
 		e.c.RxEOF(eofErr)
-		if e.c.State() == StateError {
+		if e.c.State() == rdma.StateError {
 			t.Fatalf("eof %v: ERROR before the Write's octets were reported written", eofErr)
 		}
 		e.c.TxDone(n)
-		if e.c.State() != StateError {
+		if e.c.State() != rdma.StateError {
 			e.c.Close()
 		}
 		comps := poll(e.c)
-		if len(comps) == 0 || comps[0].ID != 1 || comps[0].Status != StatusSuccess {
+		if len(comps) == 0 || comps[0].ID != 1 || comps[0].Status != rdma.StatusSuccess {
 			t.Fatalf("eof %v: completions %+v, want the Write's success first", eofErr, comps)
 		}
 	}

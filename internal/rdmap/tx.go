@@ -3,6 +3,7 @@ package rdmap
 import (
 	"github.com/goiwarp/iwarp/internal/fpdu"
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // Transmit path: TxBufs appends FPDUs to the Encoder by the RDMAP ordering
@@ -100,7 +101,7 @@ func (t *txState) init(cfg Config, p Params) {
 // pinned, until then. It must call TxDone even when the write failed (n =
 // what was written, possibly 0).
 func (c *Core) TxBufs(dst [][]byte) [][]byte {
-	if c.state == StateError {
+	if c.state == rdma.StateError {
 		return dst
 	}
 	t := &c.tx
@@ -111,7 +112,7 @@ func (c *Core) TxBufs(dst [][]byte) [][]byte {
 		return dst
 	}
 	c.fill()
-	if t.enc.Buffered() == 0 || c.state == StateError {
+	if t.enc.Buffered() == 0 || c.state == rdma.StateError {
 		return dst
 	}
 	for i := 0; i < t.leases.len(); i++ {
@@ -139,7 +140,7 @@ func (c *Core) TxDone(n int) {
 		t.consumed += uint64(t.enc.Done(n))
 	}
 	c.endLeases()
-	if c.state == StateError {
+	if c.state == rdma.StateError {
 		c.releaseTx()
 		return
 	}
@@ -199,11 +200,11 @@ func (c *Core) releaseTx() {
 // a Terminate, or a message that may start now.
 func (c *Core) WantTx() bool {
 	switch {
-	case c.state == StateError || c.holding() || c.terminatedByPeer():
+	case c.state == rdma.StateError || c.holding() || c.terminatedByPeer():
 		return false
 	case c.tx.enc.Buffered() > 0 || c.termDue != nil:
 		return true
-	case c.state != StateRTS && c.state != StateClosing:
+	case c.state != rdma.StateRTS && c.state != rdma.StateClosing:
 		return false
 	case c.tx.cur.kind != txNone:
 		return true
@@ -236,7 +237,7 @@ func (c *Core) fill() {
 			c.appendTerminate()
 			return
 		}
-		if c.state != StateRTS && c.state != StateClosing {
+		if c.state != rdma.StateRTS && c.state != rdma.StateClosing {
 			return
 		}
 		if t.cur.kind == txNone {

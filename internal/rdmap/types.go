@@ -1,6 +1,9 @@
 package rdmap
 
-import "github.com/goiwarp/iwarp/internal/mem"
+import (
+	"github.com/goiwarp/iwarp/internal/mem"
+	"github.com/goiwarp/iwarp/rdma"
+)
 
 // Op is the operation of a send work request, and of its completion.
 type Op uint8
@@ -146,34 +149,6 @@ type RecvWR struct {
 	SGL []SGE
 }
 
-// Status is the outcome of a work request.
-type Status uint8
-
-// Completion statuses.
-const (
-	StatusSuccess         Status = iota // completed as asked
-	StatusFlushed                       // not completed: the QP left RTS first
-	StatusLocalLength                   // a received message did not fit the posted buffers
-	StatusLocalProtection               // a local buffer no longer valid (invalidated, deregistered, re-keyed)
-	StatusRemoteAccess                  // the peer refused the access (its Terminate)
-	StatusRemoteOperation               // the peer failed the operation (its Terminate)
-	StatusFatal                         // the connection failed: see the completion's error
-)
-
-var statusNames = [...]string{
-	StatusSuccess: "success", StatusFlushed: "flushed", StatusLocalLength: "local length error",
-	StatusLocalProtection: "local protection error", StatusRemoteAccess: "remote access error",
-	StatusRemoteOperation: "remote operation error", StatusFatal: "fatal error",
-}
-
-// String names the status.
-func (s Status) String() string {
-	if int(s) < len(statusNames) {
-		return statusNames[s]
-	}
-	return "status?"
-}
-
 // CompFlags describe a completion.
 type CompFlags uint8
 
@@ -202,7 +177,7 @@ const (
 type Completion struct {
 	Queue  Queue
 	ID     uint64
-	Status Status
+	Status rdma.Status
 	Op     Op
 	Flags  CompFlags
 	// Len is the number of bytes received (receives) or transferred
@@ -221,28 +196,4 @@ type Completion struct {
 	// and for a receive the RecvSource's release (Core.ReleaseRecv for
 	// the Core's own receive queue).
 	Slot uint64
-}
-
-// State is a QP's state (docs/spec/rdmap.md §3, as in siw and verbs). A
-// Core starts in RTS: the IDLE state of a QP that is not connected yet
-// belongs to the shell.
-type State uint8
-
-// QP states.
-const (
-	StateIdle      State = iota // created, not connected (the shell's; a Core is never in it)
-	StateRTS                    // connected: ready to send
-	StateClosing                // orderly shutdown: no new work, outstanding work drains
-	StateTerminate              // a Terminate was sent or received
-	StateError                  // torn down, every WR flushed
-)
-
-var stateNames = [...]string{"IDLE", "RTS", "CLOSING", "TERMINATE", "ERROR"}
-
-// String returns the state's name.
-func (s State) String() string {
-	if int(s) < len(stateNames) {
-		return stateNames[s]
-	}
-	return "STATE?"
 }

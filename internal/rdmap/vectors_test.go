@@ -8,6 +8,7 @@ import (
 	"github.com/goiwarp/iwarp/internal/mem"
 	"github.com/goiwarp/iwarp/internal/vectors"
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // v2Frames returns the FPDUs of internal/vectors/testdata/v2.tsv by name.
@@ -124,7 +125,7 @@ func TestRTRsNotChecked(t *testing.T) {
 	if want := tagged(2, true, 0, 0); len(got) != 1 || !bytes.Equal(got[0], want) {
 		t.Fatalf("answer %x, want the zero-length Read Response % x", got, want)
 	}
-	if c.State() != StateRTS {
+	if c.State() != rdma.StateRTS {
 		t.Fatalf("state %v: %v", c.State(), c.Err())
 	}
 }
@@ -226,7 +227,7 @@ func TestAtomicsVectors(t *testing.T) {
 		post(t, p.a, wr)
 		pump(p.a, p.b, 1<<20)
 		got := poll(p.a)
-		if len(got) != 1 || got[0].Status != StatusSuccess || got[0].Original != v.Original || binary.NativeEndian.Uint64(p.local.Bytes()) != v.Original {
+		if len(got) != 1 || got[0].Status != rdma.StatusSuccess || got[0].Original != v.Original || binary.NativeEndian.Uint64(p.local.Bytes()) != v.Original {
 			t.Fatalf("%+v: completion %+v", v, got)
 		}
 		p.a.ReleaseSend(got[0].Slot)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/goiwarp/iwarp/internal/mem"
 	"github.com/goiwarp/iwarp/internal/rdmap"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // TestAllocations: the data paths allocate nothing in steady state, in
@@ -30,7 +31,7 @@ func TestAllocations(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if out[0].Status != rdmap.StatusSuccess {
+		if out[0].Status != rdma.StatusSuccess {
 			t.Fatalf("completion %+v", out[0].Completion)
 		}
 	}
@@ -66,7 +67,7 @@ func TestAllocations(t *testing.T) {
 		{"Do-Read", func(n uint32) {
 			sgl[0] = rdmap.SGE{Region: src, Len: n}
 			c, err := a.qp.Do(ctx, remote(rdmap.SendWR{Op: rdmap.OpRead, SGL: sgl}, target, 0))
-			if err != nil || c.Status != rdmap.StatusSuccess {
+			if err != nil || c.Status != rdma.StatusSuccess {
 				t.Fatalf("%+v %v", c, err)
 			}
 		}},

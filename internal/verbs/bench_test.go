@@ -13,6 +13,7 @@ import (
 	"github.com/goiwarp/iwarp/internal/mem"
 	"github.com/goiwarp/iwarp/internal/rdmap"
 	"github.com/goiwarp/iwarp/internal/testnet"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // Benchmarks of the shell against raw TCP in the same run: each reports
@@ -119,7 +120,7 @@ func roundTrip(b *testing.B, op rdmap.Op, noPoll bool) {
 		}
 		<-woke // the responder returned from its wait, and waits again
 		start := time.Now()
-		if c, err := a.qp.Do(ctx, wr); err != nil || c.Status != rdmap.StatusSuccess {
+		if c, err := a.qp.Do(ctx, wr); err != nil || c.Status != rdma.StatusSuccess {
 			b.Fatalf("%v: %+v, %v", op, c, err)
 		}
 		lat = append(lat, time.Since(start))
@@ -161,7 +162,7 @@ func rate16(b testing.TB, a *end, wr rdmap.SendWR, n int) time.Duration {
 			continue
 		}
 		for i := range got {
-			if out[i].Status != rdmap.StatusSuccess {
+			if out[i].Status != rdma.StatusSuccess {
 				b.Fatalf("completion %+v", out[i].Completion)
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/goiwarp/iwarp/internal/rdmap"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // Errors of the completion queue API.
@@ -208,7 +209,7 @@ func (cq *CQ) add(c *rdmap.Completion, q *QP) (fire bool) {
 	e := &cq.ring[(cq.head+cq.n)%len(cq.ring)]
 	e.Completion, e.QP = *c, q
 	cq.n++
-	if cq.armed == armedNext || (cq.armed == armedSolicited && (c.Flags&rdmap.Solicited != 0 || c.Status != rdmap.StatusSuccess)) {
+	if cq.armed == armedNext || (cq.armed == armedSolicited && (c.Flags&rdmap.Solicited != 0 || c.Status != rdma.StatusSuccess)) {
 		cq.armed = disarmed
 		fire = true
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/goiwarp/iwarp/internal/mem"
 	"github.com/goiwarp/iwarp/internal/rdmap"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // Completion queues: capacity by reservation, slots freed by polling,
@@ -66,10 +67,10 @@ func TestCQSlots(t *testing.T) {
 	if _, err := a.qp.PostSend([]rdmap.SendWR{w(5, rdmap.Signaled)}); !errors.Is(err, rdmap.ErrSQFull) {
 		t.Fatalf("with the completion not polled: %v, want %v", err, rdmap.ErrSQFull)
 	}
-	a.want(t, 4, rdmap.StatusSuccess) // frees all four slots
+	a.want(t, 4, rdma.StatusSuccess) // frees all four slots
 	a.post(t, w(5, rdmap.Signaled), w(6, rdmap.Signaled), w(7, rdmap.Signaled), w(8, rdmap.Signaled))
 	for id := uint64(5); id <= 8; id++ {
-		a.want(t, id, rdmap.StatusSuccess)
+		a.want(t, id, rdma.StatusSuccess)
 	}
 }
 
@@ -89,10 +90,10 @@ func TestCQArm(t *testing.T) {
 	next := uint64(0)
 	send := func(op rdmap.Op) {
 		t.Helper()
-		if c, err := a.qp.Do(context.Background(), rdmap.SendWR{Op: op}); err != nil || c.Status != rdmap.StatusSuccess {
+		if c, err := a.qp.Do(context.Background(), rdmap.SendWR{Op: op}); err != nil || c.Status != rdma.StatusSuccess {
 			t.Fatalf("%v: %+v, %v", op, c, err)
 		}
-		b.want(t, next, rdmap.StatusSuccess)
+		b.want(t, next, rdma.StatusSuccess)
 		next++
 	}
 	notifications := func() int {

@@ -14,6 +14,7 @@ import (
 	"github.com/goiwarp/iwarp/internal/mem"
 	"github.com/goiwarp/iwarp/internal/rdmap"
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // The defects of the engine review (issue 17) at the shell's level, each
@@ -40,7 +41,7 @@ func noLeaks(t *testing.T) {
 func recvSync(t *testing.T, e *end, p *peer, id uint64) {
 	t.Helper()
 	p.sendMsg(wire.OpSend, 0, []byte("sync"))
-	e.want(t, id, rdmap.StatusSuccess)
+	e.want(t, id, rdma.StatusSuccess)
 }
 
 // postRecv64 posts one 64-byte receive with ID id and returns its buffer.
@@ -76,11 +77,11 @@ func TestDefect01LocalInvalidateBehindReadResponse(t *testing.T) {
 		e.post(t, rdmap.SendWR{ID: 2, Op: rdmap.OpLocalInv, Flags: rdmap.Signaled, InvSTag: uint32(x.STag())})
 		if !peerReads {
 			e.closeWithin(t)
-			if c := e.next(t); c.ID != 1 || c.Status != rdmap.StatusFlushed {
+			if c := e.next(t); c.ID != 1 || c.Status != rdma.StatusFlushed {
 				t.Fatalf("peer not reading: completion %+v, want the Write flushed", c.Completion)
 			}
 			// Never started (it waited behind the Write): flushed, x valid.
-			if c := e.next(t); c.ID != 2 || c.Status != rdmap.StatusFlushed {
+			if c := e.next(t); c.ID != 2 || c.Status != rdma.StatusFlushed {
 				t.Fatalf("peer not reading: completion %+v, want the Local Invalidate flushed", c.Completion)
 			}
 			continue
@@ -102,8 +103,8 @@ func TestDefect01LocalInvalidateBehindReadResponse(t *testing.T) {
 			}
 			response <- got
 		}()
-		e.want(t, 1, rdmap.StatusSuccess)
-		e.want(t, 2, rdmap.StatusSuccess)
+		e.want(t, 1, rdma.StatusSuccess)
+		e.want(t, 2, rdma.StatusSuccess)
 		if got := <-response; !bytes.Equal(got, bytes.Repeat([]byte{3}, xLen)) {
 			t.Errorf("the Read Response carried %d octets, want %d of x's", len(got), xLen)
 		}
@@ -185,8 +186,8 @@ func TestDefect03NoPlacementAfterDeregister(t *testing.T) {
 	}
 	untouched := func(t *testing.T, c CQE, id uint64, buf []byte) {
 		t.Helper()
-		if c.ID != id || c.Status != rdmap.StatusLocalProtection {
-			t.Errorf("completion %+v, want %d with %v", c.Completion, id, rdmap.StatusLocalProtection)
+		if c.ID != id || c.Status != rdma.StatusLocalProtection {
+			t.Errorf("completion %+v, want %d with %v", c.Completion, id, rdma.StatusLocalProtection)
 		}
 		if !bytes.Equal(buf, make([]byte, len(buf))) {
 			t.Errorf("bytes landed after Deregister returned: %q", buf)
@@ -254,10 +255,10 @@ func TestDefect03NoPlacementAfterDeregister(t *testing.T) {
 		// The Send fails when its turn comes, which moves the QP to
 		// ERROR: the Write completes if its last octet was written by
 		// then, else it is flushed.
-		if c := e.next(t); c.ID != 1 || (c.Status != rdmap.StatusSuccess && c.Status != rdmap.StatusFlushed) {
+		if c := e.next(t); c.ID != 1 || (c.Status != rdma.StatusSuccess && c.Status != rdma.StatusFlushed) {
 			t.Fatalf("completion %+v, want the Write", c.Completion)
 		}
-		e.want(t, 2, rdmap.StatusLocalProtection)
+		e.want(t, 2, rdma.StatusLocalProtection)
 		e.closeWithin(t)
 		if got := <-ops; slices.Contains(got, wire.OpSend) {
 			t.Errorf("the peer received a Send from a deregistered source (messages %v)", got)
@@ -308,7 +309,7 @@ func TestDefect05DisconnectRacingLongPost(t *testing.T) {
 			t.Fatalf("round %d: Disconnect: %v (%d FPDUs of %d Writes sent)", round, err, a.qp.Stats().FPDUsSent, wrs)
 		}
 		for i := 0; i < wrs; i++ {
-			a.want(t, uint64(i), rdmap.StatusSuccess)
+			a.want(t, uint64(i), rdma.StatusSuccess)
 		}
 		a.closeWithin(t)
 		b.closeWithin(t)
@@ -328,7 +329,7 @@ func TestDefect06DisconnectRacingTeardown(t *testing.T) {
 			peerReadsBig(t, e, p, mem.AccessRemoteRead)
 			disconnected := make(chan error, 1)
 			go func() { disconnected <- e.qp.Disconnect(context.Background()) }()
-			for e.qp.State() == rdmap.StateRTS {
+			for e.qp.State() == rdma.StateRTS {
 				runtime.Gosched() // Disconnect moves the QP to CLOSING at once
 			}
 			p.nc.Close() // the peer dies while Disconnect waits
@@ -392,8 +393,8 @@ func TestDefect07DisconnectHonoursContext(t *testing.T) {
 		// peer reads the Terminate and keeps its side open.
 		p.sendMsg(wire.OpSend, 0, []byte("no receive"))
 		p.nextOf(wire.OpTerminate)
-		if s := e.qp.State(); s != rdmap.StateTerminate {
-			t.Fatalf("state %v, want %v", s, rdmap.StateTerminate)
+		if s := e.qp.State(); s != rdma.StateTerminate {
+			t.Fatalf("state %v, want %v", s, rdma.StateTerminate)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
@@ -430,13 +431,13 @@ func TestDefect12ResponderStall(t *testing.T) {
 		b.postRecv(t, rdmap.RecvWR{ID: uint64(round)})
 		got := make(chan CQE, 1)
 		go func() { got <- b.next(t) }() // the responder waits on its CQ
-		if c, err := a.qp.Do(ctx, rdmap.SendWR{Op: rdmap.OpSend}); err != nil || c.Status != rdmap.StatusSuccess {
+		if c, err := a.qp.Do(ctx, rdmap.SendWR{Op: rdmap.OpSend}); err != nil || c.Status != rdma.StatusSuccess {
 			t.Fatalf("Send: %+v, %v", c, err)
 		}
 		<-got
 		start := time.Now()
 		c, err := a.qp.Do(ctx, rdmap.SendWR{Op: rdmap.OpRead, SGL: []rdmap.SGE{whole(sink)}, RemoteSTag: uint32(region.STag()), RemoteTO: region.Base()})
-		if err != nil || c.Status != rdmap.StatusSuccess {
+		if err != nil || c.Status != rdma.StatusSuccess {
 			t.Fatalf("Read: %+v, %v", c, err)
 		}
 		took = append(took, time.Since(start))
@@ -462,8 +463,8 @@ func TestDefect13ReadThenAtomic(t *testing.T) {
 		rdmap.SendWR{ID: 1, Op: rdmap.OpRead, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(sink)}, RemoteSTag: uint32(region.STag()), RemoteTO: region.Base()},
 		rdmap.SendWR{ID: 2, Op: rdmap.OpFetchAdd, Flags: rdmap.Signaled, RemoteSTag: uint32(region.STag()), RemoteTO: region.Base() + bigRead - 8, Data: 1},
 	)
-	a.want(t, 1, rdmap.StatusSuccess)
-	add := a.want(t, 2, rdmap.StatusSuccess)
+	a.want(t, 1, rdma.StatusSuccess)
+	add := a.want(t, 2, rdma.StatusSuccess)
 	if got := binary.NativeEndian.Uint64(sink.Bytes()[bigRead-8:]); got != add.Original || got != 1000 {
 		t.Errorf("the Read (posted first) returned %d, the FetchAdd (posted after it) found %d: want 1000 for both", got, add.Original)
 	}

@@ -3,6 +3,7 @@ package verbs
 import (
 	"github.com/goiwarp/iwarp/internal/mem"
 	"github.com/goiwarp/iwarp/internal/rdmap"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // Driving the Core. After every call into the Core, the caller (holding
@@ -32,7 +33,7 @@ const (
 func (q *QP) afterLocked() acts {
 	c := q.core
 	var a acts
-	if c.WantClose() && c.State() != rdmap.StateError {
+	if c.WantClose() && c.State() != rdma.StateError {
 		c.Close() // the peer's Terminate: Close keeps its error
 	}
 	a |= q.deliverLocked()
@@ -43,7 +44,7 @@ func (q *QP) afterLocked() acts {
 		q.halfClosed = true
 		a |= actHalfClose
 	}
-	if c.State() == rdmap.StateError {
+	if c.State() == rdma.StateError {
 		if !q.connClosed {
 			q.connClosed = true
 			a |= actClose
@@ -114,7 +115,7 @@ func (q *QP) finishLocked() acts {
 			if !ok {
 				break
 			}
-			c := rdmap.Completion{Queue: rdmap.RecvQueue, ID: wr.ID, Op: rdmap.OpRecv, Status: rdmap.StatusFlushed, Err: err, Slot: slot}
+			c := rdmap.Completion{Queue: rdmap.RecvQueue, ID: wr.ID, Op: rdmap.OpRecv, Status: rdma.StatusFlushed, Err: err, Slot: slot}
 			a |= q.addLocked(q.cfg.RecvCQ, &c, actWakeRecv, actFireRecv)
 		}
 	}

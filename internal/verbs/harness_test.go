@@ -10,6 +10,7 @@ import (
 	"github.com/goiwarp/iwarp/internal/mem"
 	"github.com/goiwarp/iwarp/internal/rdmap"
 	"github.com/goiwarp/iwarp/internal/testnet"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // The tests' harness: two verbs QPs joined by loopback TCP, each with its
@@ -136,7 +137,7 @@ func (e *end) next(t testing.TB) CQE {
 }
 
 // want waits for e's next completion and checks its ID and status.
-func (e *end) want(t testing.TB, id uint64, st rdmap.Status) CQE {
+func (e *end) want(t testing.TB, id uint64, st rdma.Status) CQE {
 	t.Helper()
 	c := e.next(t)
 	if c.ID != id || c.Status != st {

@@ -14,6 +14,7 @@ import (
 	"github.com/goiwarp/iwarp/internal/rdmap"
 	"github.com/goiwarp/iwarp/internal/testnet"
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // The life of a QP: IDLE, RTS, the orderly and the abrupt end.
@@ -28,7 +29,7 @@ func TestPostBeforeStart(t *testing.T) {
 	if _, err := a.qp.PostSend([]rdmap.SendWR{{Op: rdmap.OpSend}}); !errors.Is(err, ErrNotConnected) {
 		t.Fatalf("PostSend before Start: %v, want %v", err, ErrNotConnected)
 	}
-	if s := a.qp.State(); s != rdmap.StateIdle {
+	if s := a.qp.State(); s != rdma.StateIdle {
 		t.Fatalf("state %v before Start", s)
 	}
 	ca, cb := testnet.TCPPair(t)
@@ -38,8 +39,8 @@ func TestPostBeforeStart(t *testing.T) {
 		t.Errorf("a second Start: %v, want %v", err, rdmap.ErrQPState)
 	}
 	a.post(t, rdmap.SendWR{ID: 1, Op: rdmap.OpSend, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(a.register(t, []byte("early"), 0))}})
-	a.want(t, 1, rdmap.StatusSuccess)
-	if c := b.want(t, 5, rdmap.StatusSuccess); string(rb[:c.Len]) != "early" {
+	a.want(t, 1, rdma.StatusSuccess)
+	if c := b.want(t, 5, rdma.StatusSuccess); string(rb[:c.Len]) != "early" {
 		t.Fatalf("received %q", rb[:c.Len])
 	}
 }
@@ -57,7 +58,7 @@ func TestCloseNeverStarted(t *testing.T) {
 		}
 		wg.Wait()
 		for _, id := range []uint64{1, 2} {
-			if c := e.want(t, id, rdmap.StatusFlushed); !errors.Is(c.Err, rdmap.ErrLocallyClosed) {
+			if c := e.want(t, id, rdma.StatusFlushed); !errors.Is(c.Err, rdmap.ErrLocallyClosed) {
 				t.Fatalf("flushed receive's error %v", c.Err)
 			}
 		}
@@ -147,11 +148,11 @@ func TestDisconnectOrderly(t *testing.T) {
 			if err := a.qp.Disconnect(ctx); err != nil {
 				t.Fatalf("Disconnect: %v", err)
 			}
-			a.want(t, 1, rdmap.StatusSuccess)
-			a.want(t, 2, rdmap.StatusSuccess)
-			a.want(t, 60, rdmap.StatusFlushed)
+			a.want(t, 1, rdma.StatusSuccess)
+			a.want(t, 2, rdma.StatusSuccess)
+			a.want(t, 60, rdma.StatusFlushed)
 			<-b.qp.Done()
-			b.want(t, 50, rdmap.StatusFlushed)
+			b.want(t, 50, rdma.StatusFlushed)
 			if !errors.Is(a.qp.Err(), rdmap.ErrDisconnected) || !errors.Is(b.qp.Err(), rdmap.ErrPeerDisconnected) {
 				t.Errorf("errors %v and %v, want %v and %v", a.qp.Err(), b.qp.Err(), rdmap.ErrDisconnected, rdmap.ErrPeerDisconnected)
 			}
@@ -188,8 +189,8 @@ func TestHoldSendUntilReceive(t *testing.T) {
 	if u := p.nextOf(wire.OpSend); string(u.Payload) != "held" {
 		t.Fatalf("the held Send carried %q", u.Payload)
 	}
-	e.want(t, 9, rdmap.StatusSuccess)
-	e.want(t, 1, rdmap.StatusSuccess)
+	e.want(t, 9, rdma.StatusSuccess)
+	e.want(t, 1, rdma.StatusSuccess)
 }
 
 // TestRevokeOnDeregisterContext: a Deregister whose context ends while a
@@ -244,9 +245,9 @@ func TestStartPending(t *testing.T) {
 	if err := e.qp.Start(ca, Setup{Framing: fpdu.Options{CRC: true}, Params: defaultOpts().params, Pending: pending}); err != nil {
 		t.Fatal(err)
 	}
-	if c := e.want(t, 1, rdmap.StatusSuccess); string(rb[:c.Len]) != "pending" {
+	if c := e.want(t, 1, rdma.StatusSuccess); string(rb[:c.Len]) != "pending" {
 		t.Fatalf("the pending Send placed %q", rb[:c.Len])
 	}
 	p.sendMsg(wire.OpSend, 0, []byte("later"))
-	e.want(t, 2, rdmap.StatusSuccess)
+	e.want(t, 2, rdma.StatusSuccess)
 }

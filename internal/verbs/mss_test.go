@@ -6,6 +6,7 @@ import (
 	"github.com/goiwarp/iwarp/internal/fpdu"
 	"github.com/goiwarp/iwarp/internal/mem"
 	"github.com/goiwarp/iwarp/internal/rdmap"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // TestMULPDUFollowsTheMSS: a QP whose MULPDU was derived from the MSS
@@ -28,7 +29,7 @@ func TestMULPDUFollowsTheMSS(t *testing.T) {
 			for i := range 64 {
 				a.post(t, rdmap.SendWR{ID: uint64(i), Op: rdmap.OpWrite, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(src)},
 					RemoteSTag: uint32(dst.STag()), RemoteTO: dst.Base()})
-				a.want(t, uint64(i), rdmap.StatusSuccess)
+				a.want(t, uint64(i), rdma.StatusSuccess)
 				want, got = fpdu.MULPDU(fpdu.EMSS(a.conn), false), a.qp.MULPDU()
 				if o.params.MULPDU != 0 {
 					want = o.params.MULPDU

@@ -8,6 +8,7 @@ import (
 
 	"github.com/goiwarp/iwarp/internal/mem"
 	"github.com/goiwarp/iwarp/internal/rdmap"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // Every operation end to end between two shells, in each way a QP can
@@ -62,23 +63,23 @@ func TestOperations(t *testing.T) {
 	}{
 		{"Send", func(t *testing.T, s *sides) {
 			s.a.post(t, rdmap.SendWR{ID: 1, Op: rdmap.OpSend, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(s.src)}})
-			s.a.want(t, 1, rdmap.StatusSuccess)
-			c := s.b.want(t, 100, rdmap.StatusSuccess)
+			s.a.want(t, 1, rdma.StatusSuccess)
+			c := s.b.want(t, 100, rdma.StatusSuccess)
 			if c.Len != 16 || string(s.rb[:16]) != "0123456789abcdef" || c.Flags != 0 {
 				t.Fatalf("receive %+v, buffer %q", c.Completion, s.rb[:16])
 			}
 		}},
 		{"SendSE", func(t *testing.T, s *sides) {
 			s.a.post(t, rdmap.SendWR{ID: 1, Op: rdmap.OpSendSE, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(s.src)}})
-			s.a.want(t, 1, rdmap.StatusSuccess)
-			if c := s.b.want(t, 100, rdmap.StatusSuccess); c.Flags&rdmap.Solicited == 0 {
+			s.a.want(t, 1, rdma.StatusSuccess)
+			if c := s.b.want(t, 100, rdma.StatusSuccess); c.Flags&rdmap.Solicited == 0 {
 				t.Fatalf("receive %+v: not solicited", c.Completion)
 			}
 		}},
 		{"SendInv", func(t *testing.T, s *sides) {
 			s.a.post(t, rdmap.SendWR{ID: 1, Op: rdmap.OpSendInv, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(s.src)}, InvSTag: uint32(s.tr.STag())})
-			s.a.want(t, 1, rdmap.StatusSuccess)
-			c := s.b.want(t, 100, rdmap.StatusSuccess)
+			s.a.want(t, 1, rdma.StatusSuccess)
+			c := s.b.want(t, 100, rdma.StatusSuccess)
 			if c.Flags&rdmap.Invalidated == 0 || c.InvSTag != uint32(s.tr.STag()) || s.tr.Valid() {
 				t.Fatalf("receive %+v: the target (valid %v) was not invalidated", c.Completion, s.tr.Valid())
 			}
@@ -88,8 +89,8 @@ func TestOperations(t *testing.T) {
 			src := s.a.register(t, buf, 0)
 			s.a.post(t, rdmap.SendWR{ID: 1, Op: rdmap.OpSend, Flags: rdmap.Signaled | rdmap.Inline, SGL: []rdmap.SGE{whole(src)}})
 			clear(buf) // Inline copied the payload at post time: the source is free for reuse
-			s.a.want(t, 1, rdmap.StatusSuccess)
-			if c := s.b.want(t, 100, rdmap.StatusSuccess); string(s.rb[:c.Len]) != "inline payload" {
+			s.a.want(t, 1, rdma.StatusSuccess)
+			if c := s.b.want(t, 100, rdma.StatusSuccess); string(s.rb[:c.Len]) != "inline payload" {
 				t.Fatalf("received %q", s.rb[:c.Len])
 			}
 		}},
@@ -102,65 +103,65 @@ func TestOperations(t *testing.T) {
 			s.a.post(t, rdmap.SendWR{ID: 0, Op: rdmap.OpSend, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(s.src)}},
 				rdmap.SendWR{ID: 1, Op: rdmap.OpSend, Flags: rdmap.Signaled, SGL: []rdmap.SGE{
 					{Region: x, Off: 0, Len: 3}, {Region: x, Off: 10, Len: 4}, {Region: s.src, Off: 8, Len: 8}}})
-			s.a.want(t, 0, rdmap.StatusSuccess)
-			s.a.want(t, 1, rdmap.StatusSuccess)
-			s.b.want(t, 100, rdmap.StatusSuccess)
-			c := s.b.want(t, 101, rdmap.StatusSuccess)
+			s.a.want(t, 0, rdma.StatusSuccess)
+			s.a.want(t, 1, rdma.StatusSuccess)
+			s.b.want(t, 100, rdma.StatusSuccess)
+			c := s.b.want(t, 101, rdma.StatusSuccess)
 			if got := string(p1) + string(p2[:c.Len-5]); c.Len != 15 || got != "abcklmn89abcdef" {
 				t.Fatalf("received %d octets %q", c.Len, got)
 			}
 		}},
 		{"Immediate", func(t *testing.T, s *sides) {
 			s.a.post(t, rdmap.SendWR{ID: 1, Op: rdmap.OpImmediate, Flags: rdmap.Signaled, Imm: 0x1122334455667788})
-			s.a.want(t, 1, rdmap.StatusSuccess)
+			s.a.want(t, 1, rdma.StatusSuccess)
 			// The 8 octets land in a receive buffer that holds them too.
-			c := s.b.want(t, 100, rdmap.StatusSuccess)
+			c := s.b.want(t, 100, rdma.StatusSuccess)
 			if c.Flags&rdmap.HasImm == 0 || c.Imm != 0x1122334455667788 || c.Len != 8 || !bytes.Equal(s.rb[:8], []byte{0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88}) {
 				t.Fatalf("receive %+v, buffer % x", c.Completion, s.rb[:8])
 			}
 		}},
 		{"SendImm", func(t *testing.T, s *sides) {
 			s.a.post(t, rdmap.SendWR{ID: 1, Op: rdmap.OpSendImm, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(s.src)}, Imm: 7})
-			s.a.want(t, 1, rdmap.StatusSuccess)
-			if c := s.b.want(t, 100, rdmap.StatusSuccess); c.Flags&rdmap.HasImm == 0 || c.Imm != 7 || c.Len != 16 {
+			s.a.want(t, 1, rdma.StatusSuccess)
+			if c := s.b.want(t, 100, rdma.StatusSuccess); c.Flags&rdmap.HasImm == 0 || c.Imm != 7 || c.Len != 16 {
 				t.Fatalf("receive %+v", c.Completion)
 			}
 		}},
 		{"Write", func(t *testing.T, s *sides) {
 			s.a.post(t, remote(rdmap.SendWR{ID: 1, Op: rdmap.OpWrite, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(s.src)}}, s.tr, 100))
-			s.a.want(t, 1, rdmap.StatusSuccess)
+			s.a.want(t, 1, rdma.StatusSuccess)
 			// A Write completes at the sender when written: a Send after
 			// it proves it placed (docs/semantics.md rule 2).
 			s.a.post(t, rdmap.SendWR{ID: 2, Op: rdmap.OpSend})
-			s.b.want(t, 100, rdmap.StatusSuccess)
+			s.b.want(t, 100, rdma.StatusSuccess)
 			if string(s.target[100:116]) != "0123456789abcdef" {
 				t.Fatalf("target %q", s.target[100:116])
 			}
 		}},
 		{"WriteImm", func(t *testing.T, s *sides) {
 			s.a.post(t, remote(rdmap.SendWR{ID: 1, Op: rdmap.OpWriteImm, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(s.src)}, Imm: 9}, s.tr, 0))
-			s.a.want(t, 1, rdmap.StatusSuccess)
-			c := s.b.want(t, 100, rdmap.StatusSuccess)
+			s.a.want(t, 1, rdma.StatusSuccess)
+			c := s.b.want(t, 100, rdma.StatusSuccess)
 			if c.Flags&rdmap.HasImm == 0 || c.Imm != 9 || string(s.target[:16]) != "0123456789abcdef" {
 				t.Fatalf("receive %+v, target %q", c.Completion, s.target[:16])
 			}
 		}},
 		{"Read", func(t *testing.T, s *sides) {
 			c, err := s.a.qp.Do(context.Background(), remote(rdmap.SendWR{ID: 1, Op: rdmap.OpRead, SGL: []rdmap.SGE{whole(s.sk)}}, s.tr, 0))
-			if err != nil || c.Status != rdmap.StatusSuccess || !bytes.Equal(s.sink, s.target) {
+			if err != nil || c.Status != rdma.StatusSuccess || !bytes.Equal(s.sink, s.target) {
 				t.Fatalf("Read: %+v, %v", c, err)
 			}
 		}},
 		{"ReadInv", func(t *testing.T, s *sides) {
 			s.a.post(t, remote(rdmap.SendWR{ID: 1, Op: rdmap.OpReadInv, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(s.sk)}}, s.tr, 0))
-			s.a.want(t, 1, rdmap.StatusSuccess)
+			s.a.want(t, 1, rdma.StatusSuccess)
 			if s.sk.Valid() {
 				t.Fatal("the Read's sink is still valid after a Read with Invalidate")
 			}
 		}},
 		{"ReadV2", func(t *testing.T, s *sides) {
 			s.a.post(t, remote(rdmap.SendWR{ID: 1, Op: rdmap.OpReadV2, Flags: rdmap.Signaled, SGL: []rdmap.SGE{{Region: s.sk, Len: 16}}}, s.tr, 0))
-			if c := s.a.want(t, 1, rdmap.StatusSuccess); !bytes.Equal(s.sink[:16], s.target[:16]) {
+			if c := s.a.want(t, 1, rdma.StatusSuccess); !bytes.Equal(s.sink[:16], s.target[:16]) {
 				t.Fatalf("Read V2 %+v: sink %q", c.Completion, s.sink[:16])
 			}
 		}},
@@ -168,7 +169,7 @@ func TestOperations(t *testing.T) {
 			s.tr.AtomicCmpSwap(s.tr.Base()+8, 0, 0, 41, ^uint64(0))
 			res := s.a.register(t, make([]byte, 8), mem.AccessLocalWrite)
 			c, err := s.a.qp.Do(context.Background(), remote(rdmap.SendWR{ID: 1, Op: rdmap.OpFetchAdd, SGL: []rdmap.SGE{whole(res)}, Data: 1}, s.tr, 8))
-			if err != nil || c.Status != rdmap.StatusSuccess || c.Original != 41 || res.AtomicLoad(res.Base()) != 41 {
+			if err != nil || c.Status != rdma.StatusSuccess || c.Original != 41 || res.AtomicLoad(res.Base()) != 41 {
 				t.Fatalf("FetchAdd: %+v, %v", c, err)
 			}
 			if v := s.tr.AtomicLoad(s.tr.Base() + 8); v != 42 {
@@ -178,13 +179,13 @@ func TestOperations(t *testing.T) {
 		{"CmpSwap", func(t *testing.T, s *sides) {
 			s.tr.AtomicCmpSwap(s.tr.Base()+16, 0, 0, 5, ^uint64(0))
 			c, err := s.a.qp.Do(context.Background(), remote(rdmap.SendWR{ID: 1, Op: rdmap.OpCmpSwap, Compare: 5, CompareMask: ^uint64(0), Data: 6, Mask: ^uint64(0)}, s.tr, 16))
-			if err != nil || c.Status != rdmap.StatusSuccess || c.Original != 5 || s.tr.AtomicLoad(s.tr.Base()+16) != 6 {
+			if err != nil || c.Status != rdma.StatusSuccess || c.Original != 5 || s.tr.AtomicLoad(s.tr.Base()+16) != 6 {
 				t.Fatalf("CmpSwap: %+v, %v", c, err)
 			}
 		}},
 		{"LocalInv", func(t *testing.T, s *sides) {
 			s.a.post(t, rdmap.SendWR{ID: 1, Op: rdmap.OpLocalInv, Flags: rdmap.Signaled, InvSTag: uint32(s.sk.STag())})
-			s.a.want(t, 1, rdmap.StatusSuccess)
+			s.a.want(t, 1, rdma.StatusSuccess)
 			if s.sk.Valid() {
 				t.Fatal("the region is still valid after a Local Invalidate")
 			}
@@ -236,10 +237,10 @@ func TestBulk(t *testing.T) {
 				a.post(t, remote(rdmap.SendWR{ID: 1, Op: rdmap.OpWrite, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(sr)}}, dr, 0))
 				sink := make([]byte, size)
 				c, err := a.qp.Do(context.Background(), remote(rdmap.SendWR{ID: 2, Op: rdmap.OpRead, SGL: []rdmap.SGE{whole(a.register(t, sink, mem.AccessLocalWrite))}}, dr, 0))
-				if err != nil || c.Status != rdmap.StatusSuccess {
+				if err != nil || c.Status != rdma.StatusSuccess {
 					t.Fatalf("Read: %+v, %v", c, err)
 				}
-				a.want(t, 1, rdmap.StatusSuccess)
+				a.want(t, 1, rdma.StatusSuccess)
 				if !bytes.Equal(sink, src) {
 					t.Fatal("the Read after the Write did not return what was written")
 				}

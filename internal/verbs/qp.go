@@ -14,6 +14,7 @@ import (
 	"github.com/goiwarp/iwarp/internal/mem"
 	"github.com/goiwarp/iwarp/internal/poll"
 	"github.com/goiwarp/iwarp/internal/rdmap"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // Errors of the QP API beyond the Core's (internal/rdmap).
@@ -358,7 +359,7 @@ func (q *QP) PostRecv(wrs []rdmap.RecvWR) (int, error) {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if s := q.stateLocked(); s != rdmap.StateIdle && s != rdmap.StateRTS {
+	if s := q.stateLocked(); s != rdma.StateIdle && s != rdma.StateRTS {
 		return 0, q.stateErrLocked(s)
 	}
 	return q.rq.Post(wrs)
@@ -367,13 +368,13 @@ func (q *QP) PostRecv(wrs []rdmap.RecvWR) (int, error) {
 // idleErrLocked is why a QP without a Core refuses send work.
 func (q *QP) idleErrLocked() error {
 	if q.finished {
-		return q.stateErrLocked(rdmap.StateError)
+		return q.stateErrLocked(rdma.StateError)
 	}
 	return ErrNotConnected
 }
 
 // stateErrLocked is the error of a post refused in state s.
-func (q *QP) stateErrLocked(s rdmap.State) error {
+func (q *QP) stateErrLocked(s rdma.QPState) error {
 	if err := q.errLocked(); err != nil {
 		return fmt.Errorf("%w (%v): %w", rdmap.ErrQPState, s, err)
 	}
@@ -381,20 +382,20 @@ func (q *QP) stateErrLocked(s rdmap.State) error {
 }
 
 // State returns the QP's state.
-func (q *QP) State() rdmap.State {
+func (q *QP) State() rdma.QPState {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.stateLocked()
 }
 
-func (q *QP) stateLocked() rdmap.State {
+func (q *QP) stateLocked() rdma.QPState {
 	switch {
 	case q.core != nil:
 		return q.core.State()
 	case q.finished:
-		return rdmap.StateError
+		return rdma.StateError
 	}
-	return rdmap.StateIdle
+	return rdma.StateIdle
 }
 
 // Err returns the error that took the QP out of RTS, or nil.

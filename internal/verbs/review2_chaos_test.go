@@ -11,6 +11,7 @@ import (
 
 	"github.com/goiwarp/iwarp/internal/mem"
 	"github.com/goiwarp/iwarp/internal/rdmap"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // ledger counts the completions of the work requests a test posted.
@@ -155,7 +156,7 @@ func chaosRound(t *testing.T, noPoll, pipe bool, teardown, delay int) {
 			if c.ID != 3<<32|i {
 				t.Errorf("Do returned the completion of %#x, want %#x", c.ID, 3<<32|i)
 			}
-			if c.Status != rdmap.StatusSuccess {
+			if c.Status != rdma.StatusSuccess {
 				return
 			}
 		}

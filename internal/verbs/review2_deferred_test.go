@@ -6,6 +6,7 @@ import (
 	"github.com/goiwarp/iwarp/internal/mem"
 	"github.com/goiwarp/iwarp/internal/rdmap"
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // Completions that wait for an invalidation to drain (complete.go: a Local
@@ -33,7 +34,7 @@ func sendInvalidateX(t *testing.T, a *end, pa *peer, x *mem.Region) {
 	t.Helper()
 	pa.sendMsg(wire.OpSendInv, uint32(x.STag()), []byte("inv"))
 	eventually(t, "received", func() bool { return a.qp.Stats().FPDUsReceived > 0 })
-	if s := a.qp.State(); s != rdmap.StateRTS {
+	if s := a.qp.State(); s != rdma.StateRTS {
 		t.Fatalf("A left RTS (%v): %v", s, a.qp.Err())
 	}
 	if x.Valid() {
@@ -104,7 +105,7 @@ func TestReview2FlushOvertakesDeferredReceive(t *testing.T) {
 	// Receive 1 succeeded (x invalidated) if its drain came before the
 	// Close, or is flushed if the Close stopped waiting for it (Close does
 	// not wait for another QP's lease): either way it comes first.
-	if ok := first.Status == rdmap.StatusFlushed || (first.Status == rdmap.StatusSuccess && first.Flags&rdmap.Invalidated != 0); first.ID == 1 && !ok {
+	if ok := first.Status == rdma.StatusFlushed || (first.Status == rdma.StatusSuccess && first.Flags&rdmap.Invalidated != 0); first.ID == 1 && !ok {
 		t.Errorf("receive 1: %+v, want success with x invalidated, or flushed", first.Completion)
 	}
 	noLeaks(t)

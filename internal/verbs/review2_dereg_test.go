@@ -13,6 +13,7 @@ import (
 	"github.com/goiwarp/iwarp/internal/rdmap"
 	"github.com/goiwarp/iwarp/internal/testnet"
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // TestReview2NoPlacementAfterDeregisterUnderFlood: a hostile peer streams
@@ -81,7 +82,7 @@ func floodDeregister(t *testing.T, noPoll, pipe, markers, expired, sends bool, r
 		}
 	}()
 	// Let some Writes land first (a different point each round).
-	eventually(t, "placing", func() bool { return e.qp.Stats().FPDUsReceived > uint64(10*round+1) || e.qp.State() != rdmap.StateRTS })
+	eventually(t, "placing", func() bool { return e.qp.Stats().FPDUsReceived > uint64(10*round+1) || e.qp.State() != rdma.StateRTS })
 	ctx := context.Background()
 	if expired {
 		c, cancel := context.WithCancel(ctx)

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/goiwarp/iwarp/internal/rdmap"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // TestReview2DeviceCloseLeavesIdleQPDeaf: Device.Close with a QP still
@@ -37,7 +37,7 @@ func TestReview2DeviceCloseLeavesIdleQPDeaf(t *testing.T) {
 	if err := b.qp.Err(); !errors.Is(err, ErrDeviceClosed) {
 		t.Errorf("B's error %v, want %v", err, ErrDeviceClosed)
 	}
-	if c := b.next(t); c.ID != 7 || c.Status != rdmap.StatusFlushed {
+	if c := b.next(t); c.ID != 7 || c.Status != rdma.StatusFlushed {
 		t.Errorf("B's receive: %+v, want receive 7 flushed", c.Completion)
 	}
 	select {

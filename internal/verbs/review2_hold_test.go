@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/goiwarp/iwarp/internal/rdmap"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // TestReview2HoldDisconnectNoTimeout: an MPA Responder (HoldSendUntilReceive)
@@ -52,7 +53,7 @@ func TestReview2HoldPostWaitNoTimeout(t *testing.T) {
 		c, err := e.qp.Do(ctx, rdmap.SendWR{ID: 1, Op: rdmap.OpSend, SGL: []rdmap.SGE{whole(e.register(t, []byte("held"), 0))}})
 		qerr := e.qp.Err()
 		e.qp.Close()
-		if !errors.Is(qerr, ErrPeerStalled) || err != nil || c.Status != rdmap.StatusFlushed {
+		if !errors.Is(qerr, ErrPeerStalled) || err != nil || c.Status != rdma.StatusFlushed {
 			t.Errorf("Do returned %+v, %v; QP error %v: want the Send flushed by the operation timeout (%v), not the context of an hour",
 				c, err, qerr, opTimeout)
 		}

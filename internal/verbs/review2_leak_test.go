@@ -11,6 +11,7 @@ import (
 	"github.com/goiwarp/iwarp/internal/mem"
 	"github.com/goiwarp/iwarp/internal/rdmap"
 	"github.com/goiwarp/iwarp/internal/testnet"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // openFDs counts the process's open descriptors.
@@ -73,7 +74,7 @@ func TestReview2ManyQPsOneDeviceTeardown(t *testing.T) {
 				ends = append(ends, a, b)
 			}
 			for _, e := range ends {
-				e.want(t, 1, rdmap.StatusSuccess)
+				e.want(t, 1, rdma.StatusSuccess)
 			}
 			var wg sync.WaitGroup
 			for _, e := range ends {
@@ -140,11 +141,11 @@ func TestReview2ManyBusyQPsOneDevice(t *testing.T) {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), limit)
 			defer cancel()
-			if c, err := a.qp.Do(ctx, remote(rdmap.SendWR{Op: rdmap.OpWrite, SGL: []rdmap.SGE{whole(sr)}}, dr, 0)); err != nil || c.Status != rdmap.StatusSuccess {
+			if c, err := a.qp.Do(ctx, remote(rdmap.SendWR{Op: rdmap.OpWrite, SGL: []rdmap.SGE{whole(sr)}}, dr, 0)); err != nil || c.Status != rdma.StatusSuccess {
 				t.Errorf("Write: %+v, %v", c, err)
 				return
 			}
-			if c, err := a.qp.Do(ctx, remote(rdmap.SendWR{Op: rdmap.OpRead, SGL: []rdmap.SGE{whole(sk)}}, dr, 0)); err != nil || c.Status != rdmap.StatusSuccess {
+			if c, err := a.qp.Do(ctx, remote(rdmap.SendWR{Op: rdmap.OpRead, SGL: []rdmap.SGE{whole(sk)}}, dr, 0)); err != nil || c.Status != rdma.StatusSuccess {
 				t.Errorf("Read: %+v, %v", c, err)
 				return
 			}

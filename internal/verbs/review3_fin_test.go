@@ -12,9 +12,9 @@ import (
 
 	"github.com/goiwarp/iwarp/internal/fpdu"
 	"github.com/goiwarp/iwarp/internal/mem"
-	"github.com/goiwarp/iwarp/internal/rdmap"
 	"github.com/goiwarp/iwarp/internal/testnet"
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // review3Ioctl returns the int an ioctl of c's socket reports.
@@ -125,7 +125,7 @@ func TestReview3ReadvTruncatedFIN(t *testing.T) {
 			if err := cb.CloseWrite(); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "the truncated stream noticed", func() bool { return e.qp.State() != rdmap.StateRTS })
+			eventually(t, "the truncated stream noticed", func() bool { return e.qp.State() != rdma.StateRTS })
 		})
 	}
 }
@@ -150,7 +150,7 @@ func TestReview3ShortReadFIN(t *testing.T) {
 			if err := cb.CloseWrite(); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "the peer's close noticed", func() bool { return e.qp.State() != rdmap.StateRTS })
+			eventually(t, "the peer's close noticed", func() bool { return e.qp.State() != rdma.StateRTS })
 		})
 	}
 }

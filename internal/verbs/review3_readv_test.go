@@ -12,6 +12,7 @@ import (
 	"github.com/goiwarp/iwarp/internal/rdmap"
 	"github.com/goiwarp/iwarp/internal/testnet"
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // review3Modes are the receive paths a QP's octets take: a receive
@@ -119,7 +120,7 @@ func TestReview3ReadvIOVMax(t *testing.T) {
 			p.sendMsg(wire.OpSend, 0, payload)
 
 			c := review3Next(t, e)
-			if c.ID != 1 || c.Status != rdmap.StatusSuccess {
+			if c.ID != 1 || c.Status != rdma.StatusSuccess {
 				t.Fatalf("receive completed %+v (QP state %v, error %v), want success", c.Completion, e.qp.State(), e.qp.Err())
 			}
 			if !bytes.Equal(rb.Bytes(), payload) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/goiwarp/iwarp/internal/rdmap"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // TestReview5MissedReadyArmsAgain: the one path where a waiter leaves the
@@ -55,7 +56,7 @@ func TestReview5MissedReadyArmsAgain(t *testing.T) {
 	if q.rdDisarmed {
 		t.Fatal("the waiter parked: the test meant it to find its completion at once")
 	}
-	a.want(t, 1, rdmap.StatusSuccess)
+	a.want(t, 1, rdma.StatusSuccess)
 
 	// Nobody waits: the poller must read the second Send.
 	b.post(t, rdmap.SendWR{ID: 2, Op: rdmap.OpSend})
@@ -68,7 +69,7 @@ func TestReview5MissedReadyArmsAgain(t *testing.T) {
 		}
 		time.Sleep(0) // Poll has no notification: a poll loop
 	}
-	if out[0].ID != 2 || out[0].Status != rdmap.StatusSuccess {
+	if out[0].ID != 2 || out[0].Status != rdma.StatusSuccess {
 		t.Fatalf("completion %+v, want receive 2", out[0].Completion)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/goiwarp/iwarp/internal/rdmap"
 	"github.com/goiwarp/iwarp/internal/testnet"
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // review5Blocked reports whether a goroutine whose stack holds every one
@@ -127,5 +128,5 @@ func TestReview5StartKeepsTheWaitersToken(t *testing.T) {
 	case <-time.After(bound):
 		t.Fatalf("the wait begun during Start never saw the peer's Send (state %v, %v)", q.State(), q.Err())
 	}
-	e.want(t, 1, rdmap.StatusSuccess)
+	e.want(t, 1, rdma.StatusSuccess)
 }

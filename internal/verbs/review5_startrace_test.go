@@ -8,6 +8,7 @@ import (
 
 	"github.com/goiwarp/iwarp/internal/rdmap"
 	"github.com/goiwarp/iwarp/internal/testnet"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // TestReview5WaitBeforeStart (under -race): a CQ.Wait that begins before
@@ -33,5 +34,5 @@ func TestReview5WaitBeforeStart(t *testing.T) {
 	if err := <-waited; err != nil {
 		t.Fatal(err)
 	}
-	a.want(t, 1, rdmap.StatusSuccess)
+	a.want(t, 1, rdma.StatusSuccess)
 }

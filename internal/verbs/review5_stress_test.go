@@ -10,6 +10,7 @@ import (
 
 	"github.com/goiwarp/iwarp/internal/mem"
 	"github.com/goiwarp/iwarp/internal/rdmap"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // review5Ctx returns the context of the i-th wait of a stress round: most
@@ -43,7 +44,7 @@ func review5Probe(t *testing.T, a, b *end, round int) {
 	deadline := time.Now().Add(bound)
 	for {
 		if a.cq.Poll(out[:]) == 1 {
-			if out[0].ID != 1<<40 || out[0].Status != rdmap.StatusSuccess {
+			if out[0].ID != 1<<40 || out[0].Status != rdma.StatusSuccess {
 				t.Fatalf("round %d: probe completion %+v", round, out[0].Completion)
 			}
 			return
@@ -92,7 +93,7 @@ func TestReview5WaitersLeaveTheSocketArmed(t *testing.T) {
 					size := uint32(8 + (r*31+i*97)%4000)
 					c, err := a.qp.Do(ctx, remote(rdmap.SendWR{Op: rdmap.OpRead, SGL: []rdmap.SGE{{Region: sinks[g], Len: size}}}, word, 0))
 					cancel()
-					if long && (err != nil || c.Status != rdmap.StatusSuccess) {
+					if long && (err != nil || c.Status != rdma.StatusSuccess) {
 						t.Errorf("round %d: reader %d: Read %d: %v %v (state %v, %v)", r, g, i, c.Status, err, a.qp.State(), a.qp.Err())
 						return
 					}
@@ -139,7 +140,7 @@ func TestReview5WaitersLeaveTheSocketArmed(t *testing.T) {
 					var out [burst]CQE
 					k := b.cq.Poll(out[:])
 					for _, c := range out[:k] {
-						if c.Status != rdmap.StatusSuccess {
+						if c.Status != rdma.StatusSuccess {
 							t.Errorf("round %d: b's Send: %+v", r, c.Completion)
 						}
 					}

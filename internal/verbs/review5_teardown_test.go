@@ -10,6 +10,7 @@ import (
 
 	"github.com/goiwarp/iwarp/internal/mem"
 	"github.com/goiwarp/iwarp/internal/rdmap"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // TestReview5TeardownUnderParkedWaiter: a goroutine parked reading its
@@ -57,7 +58,7 @@ func TestReview5TeardownUnderParkedWaiter(t *testing.T) {
 					sink := e.register(t, make([]byte, 8), mem.AccessLocalWrite)
 					go func() {
 						c, err := e.qp.Do(ctx, rdmap.SendWR{Op: rdmap.OpRead, SGL: []rdmap.SGE{whole(sink)}, RemoteSTag: 0x1234, RemoteTO: 0})
-						if err == nil && c.Status == rdmap.StatusSuccess {
+						if err == nil && c.Status == rdma.StatusSuccess {
 							t.Errorf("a Read nobody answered succeeded")
 						}
 						done <- err

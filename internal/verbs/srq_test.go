@@ -6,6 +6,7 @@ import (
 
 	"github.com/goiwarp/iwarp/internal/mem"
 	"github.com/goiwarp/iwarp/internal/rdmap"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // TestSRQ: two QPs of one side take their receives from one shared
@@ -36,19 +37,19 @@ func TestSRQ(t *testing.T) {
 	for id := uint64(0); id < 4; id++ {
 		post(id)
 	}
-	fired := make(chan rdmap.State, 2)
+	fired := make(chan rdma.QPState, 2)
 	srq.Arm(3, func(*SRQ) {
 		post(4) // would deadlock under the SRQ's or a QP's lock
 		fired <- b1.qp.State()
 	})
 	for i, a := range []*end{a1, a2, a1} {
 		a.post(t, rdmap.SendWR{ID: uint64(i), Op: rdmap.OpSend, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(a.register(t, []byte("msg"), 0))}})
-		a.want(t, uint64(i), rdmap.StatusSuccess)
+		a.want(t, uint64(i), rdma.StatusSuccess)
 	}
 	got := map[uint64]bool{}
 	for _, b := range []*end{b1, b2, b1} {
 		c := b.next(t)
-		if c.Status != rdmap.StatusSuccess || got[c.ID] || c.ID > 2 {
+		if c.Status != rdma.StatusSuccess || got[c.ID] || c.ID > 2 {
 			t.Fatalf("receive %+v", c.Completion)
 		}
 		got[c.ID] = true
@@ -57,7 +58,7 @@ func TestSRQ(t *testing.T) {
 	// after the completion became visible.
 	select {
 	case s := <-fired:
-		if s != rdmap.StateRTS {
+		if s != rdma.StateRTS {
 			t.Errorf("state %v seen from the limit callback", s)
 		}
 	case <-time.After(bound):

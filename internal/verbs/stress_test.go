@@ -8,6 +8,7 @@ import (
 
 	"github.com/goiwarp/iwarp/internal/mem"
 	"github.com/goiwarp/iwarp/internal/rdmap"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // TestConcurrentPosters: several goroutines post to one QP at once while
@@ -48,7 +49,7 @@ func TestConcurrentPosters(t *testing.T) {
 						continue
 					}
 					for i := range k {
-						if out[i].Status != rdmap.StatusSuccess {
+						if out[i].Status != rdma.StatusSuccess {
 							t.Errorf("receive %+v", out[i].Completion)
 						}
 					}
@@ -83,7 +84,7 @@ func TestConcurrentPosters(t *testing.T) {
 							}
 						}
 						c, err := w.Wait(ctx)
-						if err != nil || c.Status != rdmap.StatusSuccess || c.ID != wr.ID {
+						if err != nil || c.Status != rdma.StatusSuccess || c.ID != wr.ID {
 							t.Errorf("poster %d: WR %d: %+v, %v", p, wr.ID, c, err)
 							return
 						}

@@ -3,7 +3,7 @@ package verbs
 import (
 	"time"
 
-	"github.com/goiwarp/iwarp/internal/rdmap"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // Timers. The operation timeout watches Core.Progress while Core.Waiting
@@ -28,7 +28,7 @@ func (q *QP) period() time.Duration { return max(q.cfg.OpTimeout/4, time.Millise
 // held; nothing here blocks.
 func (q *QP) timersLocked() {
 	c := q.core
-	if q.drain == nil && c.State() == rdmap.StateTerminate && c.Waiting() {
+	if q.drain == nil && c.State() == rdma.StateTerminate && c.Waiting() {
 		q.drain = time.AfterFunc(q.cfg.DrainTimeout, q.drainOver)
 	}
 	tm := &q.timer

@@ -9,6 +9,7 @@ import (
 	"github.com/goiwarp/iwarp/internal/mem"
 	"github.com/goiwarp/iwarp/internal/rdmap"
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // The shell's timers, under testing/synctest: the QPs run over in-memory
@@ -46,14 +47,14 @@ func TestOpTimeoutUnansweredRead(t *testing.T) {
 		p.nextOf(wire.OpReadRequest) // and never answers
 		go p.drainAll()
 		settle(opTimeout - time.Millisecond)
-		if s := e.qp.State(); s != rdmap.StateRTS {
+		if s := e.qp.State(); s != rdma.StateRTS {
 			t.Fatalf("state %v %v after the request, before the operation timeout", s, opTimeout-time.Millisecond)
 		}
 		settle(time.Millisecond + tick)
 		if err := e.qp.Err(); !errors.Is(err, ErrPeerStalled) {
 			t.Fatalf("error %v one period after the operation timeout, want %v", err, ErrPeerStalled)
 		}
-		c := e.want(t, 1, rdmap.StatusFlushed)
+		c := e.want(t, 1, rdma.StatusFlushed)
 		if !errors.Is(c.Err, ErrPeerStalled) {
 			t.Errorf("the Read's error %v, want %v", c.Err, ErrPeerStalled)
 		}
@@ -78,7 +79,7 @@ func TestOpTimeoutProgress(t *testing.T) {
 				STag: rr.SinkSTag, TO: rr.SinkTO + uint64(i*16)}
 			p.send(append(wire.AppendDDPHeader(nil, &h), make([]byte, 16)...))
 			synctest.Wait()
-			if s := e.qp.State(); s != rdmap.StateRTS {
+			if s := e.qp.State(); s != rdma.StateRTS {
 				t.Fatalf("state %v after part %d of a Response arriving within the timeout each (%v)", s, i, e.qp.Err())
 			}
 		}
@@ -101,7 +102,7 @@ func TestOpTimeoutOff(t *testing.T) {
 		p.nextOf(wire.OpReadRequest)
 		go p.drainAll()
 		settle(24 * time.Hour)
-		if s := e.qp.State(); s != rdmap.StateRTS {
+		if s := e.qp.State(); s != rdma.StateRTS {
 			t.Fatalf("state %v (%v) with the operation timeout off", s, e.qp.Err())
 		}
 	})
@@ -115,7 +116,7 @@ func TestOpTimeoutIdle(t *testing.T) {
 		src := e.register(t, []byte("ping"), 0)
 		e.post(t, rdmap.SendWR{ID: 1, Op: rdmap.OpWrite, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(src)}, RemoteSTag: 0x5500})
 		p.nextOf(wire.OpWrite)
-		e.want(t, 1, rdmap.StatusSuccess)
+		e.want(t, 1, rdma.StatusSuccess)
 		go p.drainAll()
 		settle(tick) // the first tick finds the QP idle and disarms
 		e.qp.mu.Lock()
@@ -125,7 +126,7 @@ func TestOpTimeoutIdle(t *testing.T) {
 			t.Error("the operation timeout is still armed on an idle QP")
 		}
 		settle(24 * time.Hour)
-		if s := e.qp.State(); s != rdmap.StateRTS {
+		if s := e.qp.State(); s != rdma.StateRTS {
 			t.Fatalf("state %v (%v): an idle connection was timed out", s, e.qp.Err())
 		}
 	})
@@ -173,8 +174,8 @@ func TestTerminateDrain(t *testing.T) {
 		e, p := scriptedPipe(t, o)
 		p.sendMsg(wire.OpSend, 0, []byte("no receive posted")) // Terminate DDP/2/0x02
 		u := p.nextOf(wire.OpTerminate)
-		if u.Terminate.Code != wire.TermDDPNoBuffer {
-			t.Errorf("Terminate %v, want %v", u.Terminate.Code, wire.TermDDPNoBuffer)
+		if u.Terminate.Code != rdma.TermDDPNoBuffer {
+			t.Errorf("Terminate %v, want %v", u.Terminate.Code, rdma.TermDDPNoBuffer)
 		}
 		if _, err := p.next(); err == nil {
 			t.Fatal("the QP sent more after its Terminate")
@@ -182,8 +183,8 @@ func TestTerminateDrain(t *testing.T) {
 		// The peer keeps sending: drained, not read.
 		p.sendMsg(wire.OpSend, 0, []byte("ignored"))
 		settle(drain - time.Millisecond)
-		if s := e.qp.State(); s != rdmap.StateTerminate {
-			t.Fatalf("state %v before the drain timeout, want %v", s, rdmap.StateTerminate)
+		if s := e.qp.State(); s != rdma.StateTerminate {
+			t.Fatalf("state %v before the drain timeout, want %v", s, rdma.StateTerminate)
 		}
 		settle(time.Millisecond)
 		select {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/goiwarp/iwarp/internal/mem"
 	"github.com/goiwarp/iwarp/internal/rdmap"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // Tests of the reading waiter (waitread_linux.go): a goroutine waiting on
@@ -53,7 +54,7 @@ func TestWaitReadingInterruptedByTransmit(t *testing.T) {
 	case <-time.After(bound):
 		t.Fatal("the reading waiter was not woken by the Write's completion")
 	}
-	a.want(t, 9, rdmap.StatusSuccess)
+	a.want(t, 9, rdma.StatusSuccess)
 }
 
 // TestWaitReadingContextEnds: the end of the context ends the park, and
@@ -78,7 +79,7 @@ func TestWaitReadingContextEnds(t *testing.T) {
 	wctx, wcancel := context.WithTimeout(context.Background(), bound)
 	defer wcancel()
 	c, err := b.qp.Do(wctx, remote(rdmap.SendWR{Op: rdmap.OpRead, SGL: []rdmap.SGE{whole(sink)}}, word, 0))
-	if err != nil || c.Status != rdmap.StatusSuccess {
+	if err != nil || c.Status != rdma.StatusSuccess {
 		t.Fatalf("Read after the waiter left: %v %v (a: %v %v)", c.Status, err, a.qp.State(), a.qp.Err())
 	}
 }
@@ -118,7 +119,7 @@ func TestWaitReadingResponse(t *testing.T) {
 	for range 20 {
 		clear(sinkBuf)
 		c, err := a.qp.Do(ctx, remote(rdmap.SendWR{Op: rdmap.OpRead, SGL: []rdmap.SGE{whole(sink)}}, from, 0))
-		if err != nil || c.Status != rdmap.StatusSuccess {
+		if err != nil || c.Status != rdma.StatusSuccess {
 			t.Fatalf("Read: %v %v", c.Status, err)
 		}
 		for i := range sinkBuf {
@@ -187,7 +188,7 @@ func TestWaitReadingArmsOnlyWhenParked(t *testing.T) {
 	if n := h.Ctls() - before; n != 0 {
 		t.Errorf("a wait that found its completion readable made %d epoll_ctl calls, want 0", n)
 	}
-	a.want(t, 5, rdmap.StatusSuccess)
+	a.want(t, 5, rdma.StatusSuccess)
 	if !a.qp.rxTok.CompareAndSwap(false, true) {
 		t.Fatal("the waiter kept the receive token")
 	}
@@ -212,7 +213,7 @@ func TestWaitReadingArmsOnlyWhenParked(t *testing.T) {
 	if n := h.Ctls() - before; n != 2 {
 		t.Errorf("a wait that parked made %d epoll_ctl calls, want 2 (disarm, arm)", n)
 	}
-	a.want(t, 7, rdmap.StatusSuccess)
+	a.want(t, 7, rdma.StatusSuccess)
 }
 
 // socketQueued returns the octets waiting in e's socket (FIONREAD).

@@ -1,6 +1,10 @@
 package wire
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/goiwarp/iwarp/rdma"
+)
 
 // Lengths of the RFC 7306 atomic headers that follow the untagged DDP header.
 // The figures of RFC 7306 §5.2 give 52 and 12 bytes (its prose says 32 for
@@ -38,7 +42,7 @@ type AtomicRequest struct {
 // ErrUnknownAOpCode reports an Atomic Request whose AOpCode is neither
 // FetchAdd nor CmpSwap (project choice: RDMAP/2/0x06, unexpected opcode;
 // see docs/spec/extensions.md §1).
-var ErrUnknownAOpCode = &ProtocolError{"unsupported atomic operation code", TermRDMAPUnexpectedOpcode}
+var ErrUnknownAOpCode = &ProtocolError{"unsupported atomic operation code", rdma.TermRDMAPUnexpectedOpcode}
 
 // ParseAtomicRequest decodes the Atomic Request header at the start of b.
 // An unknown AOpCode returns ErrUnknownAOpCode together with every decoded

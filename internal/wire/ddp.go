@@ -1,6 +1,10 @@
 package wire
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/goiwarp/iwarp/rdma"
+)
 
 // DDP control field bits (RFC 5041 §5.1), byte 0 of every DDP header.
 const (
@@ -115,7 +119,7 @@ func (h *DDPHeader) CheckDDPVersion() error {
 
 // Errors of DDP header parsing and validation.
 var (
-	ErrShortDDPHeader     = &ProtocolError{"ULPDU shorter than its DDP header", TermDDPCatastrophic}
-	ErrDDPTaggedVersion   = &ProtocolError{"invalid DDP version in a tagged segment", TermDDPTaggedVersion}
-	ErrDDPUntaggedVersion = &ProtocolError{"invalid DDP version in an untagged segment", TermDDPUntaggedVersion}
+	ErrShortDDPHeader     = &ProtocolError{"ULPDU shorter than its DDP header", rdma.TermDDPCatastrophic}
+	ErrDDPTaggedVersion   = &ProtocolError{"invalid DDP version in a tagged segment", rdma.TermDDPTaggedVersion}
+	ErrDDPUntaggedVersion = &ProtocolError{"invalid DDP version in an untagged segment", rdma.TermDDPUntaggedVersion}
 )

@@ -1,5 +1,7 @@
 package wire
 
+import "github.com/goiwarp/iwarp/rdma"
+
 // ProtocolError is a violation of the wire protocol found in received bytes.
 // It names what was wrong and the Terminate code the violation maps to.
 //
@@ -11,7 +13,7 @@ type ProtocolError struct {
 	// What says what was wrong, in a few words.
 	What string
 	// Code is the Terminate code that reports this violation to the peer.
-	Code TermCode
+	Code rdma.TermCode
 }
 
 // Error returns "WHAT (Terminate LAYER/TYPE/0xCODE (meaning))".
@@ -21,6 +23,6 @@ func (e *ProtocolError) Error() string {
 
 // NewProtocolError returns a ProtocolError for a violation with no predeclared
 // value. Use it only off the data path: it allocates.
-func NewProtocolError(what string, code TermCode) *ProtocolError {
+func NewProtocolError(what string, code rdma.TermCode) *ProtocolError {
 	return &ProtocolError{What: what, Code: code}
 }

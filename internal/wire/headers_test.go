@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // Golden headers, annotated. The Read Request, Atomic and Read V2 bytes are
@@ -104,7 +106,7 @@ func TestAtomicRequestUnknownAOpCode(t *testing.T) {
 		b := bytes.Clone(atomicCmpSwapGolden)
 		b[3] = 0xA0 | op // reserved bits set as well
 		got, err := ParseAtomicRequest(b)
-		if !errors.Is(err, ErrUnknownAOpCode) || ErrUnknownAOpCode.Code != TermRDMAPUnexpectedOpcode {
+		if !errors.Is(err, ErrUnknownAOpCode) || ErrUnknownAOpCode.Code != rdma.TermRDMAPUnexpectedOpcode {
 			t.Errorf("AOpCode %d: err %v", op, err)
 		}
 		if got.AOpCode != AOpCode(op) || got.Reserved != 0xA || got.RequestID != 0xbeef || got.CompareMask != ones {
@@ -163,7 +165,7 @@ func TestImmediateData(t *testing.T) {
 	}
 	for _, n := range []int{0, 1, 7, 9, 16} {
 		_, err := ParseImmediateData(make([]byte, n))
-		if !errors.Is(err, ErrImmediateLength) || ErrImmediateLength.Code != TermRDMAPOpUnspecified {
+		if !errors.Is(err, ErrImmediateLength) || ErrImmediateLength.Code != rdma.TermRDMAPOpUnspecified {
 			t.Errorf("%d bytes: err %v", n, err)
 		}
 	}

@@ -3,6 +3,8 @@ package wire
 import (
 	"encoding/binary"
 	"encoding/hex"
+
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // ImmediateDataLen is the length of RFC 7306 Immediate Data (§6): exactly 8
@@ -30,7 +32,7 @@ func ImmediateFromUint64(v uint64) ImmediateData {
 
 // ErrImmediateLength reports Immediate Data that is not exactly 8 bytes
 // (project choice: RDMAP/2/0xFF; see docs/spec/extensions.md §1).
-var ErrImmediateLength = &ProtocolError{"immediate data is not exactly 8 bytes", TermRDMAPOpUnspecified}
+var ErrImmediateLength = &ProtocolError{"immediate data is not exactly 8 bytes", rdma.TermRDMAPOpUnspecified}
 
 // ParseImmediateData returns the immediate data of b, which must be exactly
 // the 8 bytes after the untagged DDP header (RFC 7306 §6.1).

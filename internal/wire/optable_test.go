@@ -3,6 +3,8 @@ package wire
 import (
 	"errors"
 	"testing"
+
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // The table, row by row, against docs/spec/rdmap.md §2 and extensions.md.
@@ -120,16 +122,16 @@ func TestValidateDDPHeader(t *testing.T) {
 func TestValidationCodes(t *testing.T) {
 	for _, tc := range []struct {
 		err  *ProtocolError
-		code TermCode
+		code rdma.TermCode
 	}{
-		{ErrDDPTaggedVersion, TermCode{LayerDDP, 1, 0x04}},
-		{ErrDDPUntaggedVersion, TermCode{LayerDDP, 2, 0x06}},
-		{ErrInvalidRDMAPVersion, TermCode{LayerRDMAP, 2, 0x05}},
-		{ErrUnexpectedOpcode, TermCode{LayerRDMAP, 2, 0x06}},
-		{ErrOpcodeModel, TermCode{LayerRDMAP, 2, 0x06}},
-		{ErrInvalidQN, TermCode{LayerDDP, 2, 0x01}},
-		{ErrUnknownAOpCode, TermCode{LayerRDMAP, 2, 0x06}},
-		{ErrImmediateLength, TermCode{LayerRDMAP, 2, 0xFF}},
+		{ErrDDPTaggedVersion, rdma.MakeTermCode(rdma.LayerDDP, 1, 0x04)},
+		{ErrDDPUntaggedVersion, rdma.MakeTermCode(rdma.LayerDDP, 2, 0x06)},
+		{ErrInvalidRDMAPVersion, rdma.MakeTermCode(rdma.LayerRDMAP, 2, 0x05)},
+		{ErrUnexpectedOpcode, rdma.MakeTermCode(rdma.LayerRDMAP, 2, 0x06)},
+		{ErrOpcodeModel, rdma.MakeTermCode(rdma.LayerRDMAP, 2, 0x06)},
+		{ErrInvalidQN, rdma.MakeTermCode(rdma.LayerDDP, 2, 0x01)},
+		{ErrUnknownAOpCode, rdma.MakeTermCode(rdma.LayerRDMAP, 2, 0x06)},
+		{ErrImmediateLength, rdma.MakeTermCode(rdma.LayerRDMAP, 2, 0xFF)},
 	} {
 		if tc.err.Code != tc.code {
 			t.Errorf("%q carries %v, want %v", tc.err.What, tc.err.Code, tc.code)

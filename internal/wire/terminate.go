@@ -1,6 +1,10 @@
 package wire
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/goiwarp/iwarp/rdma"
+)
 
 // Lengths of the Terminate header's parts (RFC 5040 §4.8).
 const (
@@ -24,7 +28,7 @@ const (
 // the terminated message's 28-byte RDMA header.
 type Terminate struct {
 	// Code is the Layer, Error Type and Error Code.
-	Code TermCode
+	Code rdma.TermCode
 	// M: the DDP Segment Length field is valid.
 	M bool
 	// D: the terminated DDP header is included.
@@ -60,11 +64,11 @@ type Terminate struct {
 // with a Terminate; the codes (RDMAP/2/0xFF) only classify it.
 var (
 	// ErrShortTerminate: fewer than 4 bytes after the untagged DDP header.
-	ErrShortTerminate = &ProtocolError{"Terminate shorter than its control field", TermRDMAPOpUnspecified}
+	ErrShortTerminate = &ProtocolError{"Terminate shorter than its control field", rdma.TermRDMAPOpUnspecified}
 	// ErrTerminateHeaders: the bytes after the Terminate Control field
 	// are not a DDP Segment Length, a whole DDP header and optionally a
 	// whole 28-byte RDMA header.
-	ErrTerminateHeaders = &ProtocolError{"Terminate's attached headers do not fit its length", TermRDMAPOpUnspecified}
+	ErrTerminateHeaders = &ProtocolError{"Terminate's attached headers do not fit its length", rdma.TermRDMAPOpUnspecified}
 )
 
 // ParseTerminate decodes the Terminate header b, which must run to the end
@@ -129,7 +133,7 @@ func AppendTerminate(dst []byte, t *Terminate) []byte {
 	if t.R {
 		flags |= termRFCR
 	}
-	dst = append(dst, byte(t.Code.Layer)<<4|byte(t.Code.Type)&0x0F, t.Code.Code, flags, 0)
+	dst = append(dst, byte(t.Code>>8), byte(t.Code), flags, 0)
 	if t.SegLenPresent || len(t.DDPHeader) > 0 || len(t.RDMAHeader) > 0 {
 		dst = binary.BigEndian.AppendUint16(dst, t.DDPSegLen)
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // The siw Terminate Control fields of docs/spec/interop.md ("siw's
@@ -13,47 +15,47 @@ func TestTerminateControlLayouts(t *testing.T) {
 	tests := []struct {
 		name    string
 		control string
-		code    TermCode
+		code    rdma.TermCode
 		m, d, r bool
 		layout  TermLayout
 		amb     bool
 	}{
 		// interop.md: CRC error from siw.
-		{"siw LLP/0/0x02", "02 02 00 00", TermLLPCRC, false, false, false, LayoutSiw, false},
+		{"siw LLP/0/0x02", "02 02 00 00", rdma.TermLLPCRC, false, false, false, LayoutSiw, false},
 		// interop.md: invalid DDP version on an untagged segment.
-		{"siw DDP/2/0x06", "21 06 00 00", TermDDPUntaggedVersion, false, false, false, LayoutSiw, false},
+		{"siw DDP/2/0x06", "21 06 00 00", rdma.TermDDPUntaggedVersion, false, false, false, LayoutSiw, false},
 		// interop.md: Read Request with an invalid source STag, M D R.
-		{"siw RDMAP/1/0x00 MDR", "10 00 07 00", TermRDMAPInvalidSTag, true, true, true, LayoutSiw, false},
+		{"siw RDMAP/1/0x00 MDR", "10 00 07 00", rdma.TermRDMAPInvalidSTag, true, true, true, LayoutSiw, false},
 		// interop/captures/siw_mpa_request.hex: a P2P siw refusing a
 		// Reply without the P2P bits.
-		{"siw LLP/0/0x07", "02 07 00 00", TermLLPNoRTRModel, false, false, false, LayoutSiw, true},
+		{"siw LLP/0/0x07", "02 07 00 00", rdma.TermLLPNoRTRModel, false, false, false, LayoutSiw, true},
 		// siw's M D without R (DDP errors).
-		{"siw DDP/1/0x01 MD", "11 01 03 00", TermDDPBaseBounds, true, true, false, LayoutSiw, false},
-		{"RFC LLP/0/0x02", "20 02 00 00", TermLLPCRC, false, false, false, LayoutRFC, false},
-		{"RFC DDP/2/0x06", "12 06 00 00", TermDDPUntaggedVersion, false, false, false, LayoutRFC, false},
-		{"RFC RDMAP/1/0x00 MDR", "01 00 e0 00", TermRDMAPInvalidSTag, true, true, true, LayoutRFC, false},
-		{"RFC DDP/2/0x01 MDR", "12 01 e0 00", TermDDPInvalidQN, true, true, true, LayoutRFC, false},
-		{"RFC DDP/1/0x01 MD", "11 01 c0 00", TermDDPBaseBounds, true, true, false, LayoutRFC, false},
+		{"siw DDP/1/0x01 MD", "11 01 03 00", rdma.TermDDPBaseBounds, true, true, false, LayoutSiw, false},
+		{"RFC LLP/0/0x02", "20 02 00 00", rdma.TermLLPCRC, false, false, false, LayoutRFC, false},
+		{"RFC DDP/2/0x06", "12 06 00 00", rdma.TermDDPUntaggedVersion, false, false, false, LayoutRFC, false},
+		{"RFC RDMAP/1/0x00 MDR", "01 00 e0 00", rdma.TermRDMAPInvalidSTag, true, true, true, LayoutRFC, false},
+		{"RFC DDP/2/0x01 MDR", "12 01 e0 00", rdma.TermDDPInvalidQN, true, true, true, LayoutRFC, false},
+		{"RFC DDP/1/0x01 MD", "11 01 c0 00", rdma.TermDDPBaseBounds, true, true, false, LayoutRFC, false},
 		// The same code both ways.
-		{"symmetric RDMAP/0", "00 00 00 00", TermRDMAPCatastrophic, false, false, false, LayoutRFC, false},
-		{"symmetric DDP/1", "11 04 00 00", TermDDPTaggedVersion, false, false, false, LayoutRFC, false},
+		{"symmetric RDMAP/0", "00 00 00 00", rdma.TermRDMAPCatastrophic, false, false, false, LayoutRFC, false},
+		{"symmetric DDP/1", "11 04 00 00", rdma.TermDDPTaggedVersion, false, false, false, LayoutRFC, false},
 		// Known as RFC only, reserved bits set: still RFC.
-		{"RFC with reserved", "12 01 e0 01", TermDDPInvalidQN, true, true, true, LayoutRFC, false},
+		{"RFC with reserved", "12 01 e0 01", rdma.TermDDPInvalidQN, true, true, true, LayoutRFC, false},
 		// Known as siw only, with siw-reserved bits set: siw.
-		{"siw with reserved", "21 06 80 00", TermDDPUntaggedVersion, false, false, false, LayoutSiw, false},
+		{"siw with reserved", "21 06 80 00", rdma.TermDDPUntaggedVersion, false, false, false, LayoutSiw, false},
 		// Known both ways with different meanings (see decodeTermControl):
 		// siw's reading when siw sends that code bare, else RFC's.
-		{"siw RDMAP/2/0x05 (RV=2 answer)", "20 05 00 00", TermRDMAPInvalidVersion, false, false, false, LayoutSiw, true},
-		{"siw RDMAP/2/0x06 (opcode answer)", "20 06 00 00", TermRDMAPUnexpectedOpcode, false, false, false, LayoutSiw, true},
-		{"siw LLP/0/0x06", "02 06 00 00", TermLLPInsufficientIRD, false, false, false, LayoutSiw, true},
-		{"RFC RDMAP/2/0x05", "02 05 00 00", TermRDMAPInvalidVersion, false, false, false, LayoutRFC, true},
-		{"RFC LLP/0/0x07", "20 07 00 00", TermLLPNoRTRModel, false, false, false, LayoutRFC, true},
-		{"RFC RDMAP/1/0x00 bare", "01 00 00 00", TermRDMAPInvalidSTag, false, false, false, LayoutRFC, true},
-		{"RFC DDP/0/0x00 bare", "10 00 00 00", TermDDPCatastrophic, false, false, false, LayoutRFC, true},
+		{"siw RDMAP/2/0x05 (RV=2 answer)", "20 05 00 00", rdma.TermRDMAPInvalidVersion, false, false, false, LayoutSiw, true},
+		{"siw RDMAP/2/0x06 (opcode answer)", "20 06 00 00", rdma.TermRDMAPUnexpectedOpcode, false, false, false, LayoutSiw, true},
+		{"siw LLP/0/0x06", "02 06 00 00", rdma.TermLLPInsufficientIRD, false, false, false, LayoutSiw, true},
+		{"RFC RDMAP/2/0x05", "02 05 00 00", rdma.TermRDMAPInvalidVersion, false, false, false, LayoutRFC, true},
+		{"RFC LLP/0/0x07", "20 07 00 00", rdma.TermLLPNoRTRModel, false, false, false, LayoutRFC, true},
+		{"RFC RDMAP/1/0x00 bare", "01 00 00 00", rdma.TermRDMAPInvalidSTag, false, false, false, LayoutRFC, true},
+		{"RFC DDP/0/0x00 bare", "10 00 00 00", rdma.TermDDPCatastrophic, false, false, false, LayoutRFC, true},
 		// With flags attached the RFC reading is unambiguous.
-		{"RFC RDMAP/2/0x06 MD", "02 06 c0 00", TermRDMAPUnexpectedOpcode, true, true, false, LayoutRFC, false},
+		{"RFC RDMAP/2/0x06 MD", "02 06 c0 00", rdma.TermRDMAPUnexpectedOpcode, true, true, false, LayoutRFC, false},
 		// Known neither way: reported as read the RFC way.
-		{"unknown", "35 77 00 00", TermCode{3, 5, 0x77}, false, false, false, LayoutRFC, false},
+		{"unknown", "35 77 00 00", rdma.MakeTermCode(3, 5, 0x77), false, false, false, LayoutRFC, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -113,7 +115,7 @@ func TestTerminateSiwCapture(t *testing.T) {
 		t.Errorf("decoded %+v", u)
 	}
 	term := u.Terminate
-	if term.Code != TermLLPNoRTRModel || term.Layout != LayoutSiw || term.M || term.D || term.R || term.SegLenPresent {
+	if term.Code != rdma.TermLLPNoRTRModel || term.Layout != LayoutSiw || term.M || term.D || term.R || term.SegLenPresent {
 		t.Errorf("Terminate %+v, want siw LLP/0/0x07 with nothing attached", term)
 	}
 	if _, err := ValidateDDPHeader(&u.DDP, RDMAPVersion1); err != nil {
@@ -132,14 +134,14 @@ func TestTerminateAttachments(t *testing.T) {
 	tests := []struct {
 		name     string
 		body     string
-		code     TermCode
+		code     rdma.TermCode
 		segLen   uint16
 		ddp, rdm string
 	}{
-		{"siw R without RDMA header", "10 09 07 00 0010" + sendHdr, TermRDMAPProtInvalidate, 16, sendHdr, ""},
-		{"siw tagged DDP header", "11 00 03 00 0008" + writeHdr, TermDDPInvalidSTag, 8, writeHdr, ""},
-		{"siw Read Request, seg len 0", "10 00 07 00 0000" + rreqHdr + rreq, TermRDMAPInvalidSTag, 0, rreqHdr, rreq},
-		{"RFC seg len only", "12 05 80 00 0100", TermDDPTooLong, 256, "", ""},
+		{"siw R without RDMA header", "10 09 07 00 0010" + sendHdr, rdma.TermRDMAPProtInvalidate, 16, sendHdr, ""},
+		{"siw tagged DDP header", "11 00 03 00 0008" + writeHdr, rdma.TermDDPInvalidSTag, 8, writeHdr, ""},
+		{"siw Read Request, seg len 0", "10 00 07 00 0000" + rreqHdr + rreq, rdma.TermRDMAPInvalidSTag, 0, rreqHdr, rreq},
+		{"RFC seg len only", "12 05 80 00 0100", rdma.TermDDPTooLong, 256, "", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -168,15 +170,15 @@ func TestTerminateMalformed(t *testing.T) {
 		name string
 		body string
 		err  error
-		code TermCode // still decoded when the control field is complete
+		code rdma.TermCode // still decoded when the control field is complete
 	}{
-		{"empty", "", ErrShortTerminate, TermCode{}},
-		{"3 bytes", "12 01 e0", ErrShortTerminate, TermCode{}},
-		{"stray byte", "12 01 e0 00 00", ErrTerminateHeaders, TermDDPInvalidQN},
-		{"short DDP header", "12 01 e0 00 002e 41 41 00000000", ErrTerminateHeaders, TermDDPInvalidQN},
-		{"tagged header, untagged length", "11 00 c0 00 0000 c1 40 00000001 0000000000000000 0000 0000", ErrTerminateHeaders, TermDDPInvalidSTag},
-		{"short RDMA header", "12 01 e0 00 002e" + untaggedHdr + "aabbccdd", ErrTerminateHeaders, TermDDPInvalidQN},
-		{"long RDMA header", "10 00 07 00 0000" + untaggedHdr + rreq + "00", ErrTerminateHeaders, TermRDMAPInvalidSTag},
+		{"empty", "", ErrShortTerminate, rdma.TermCode(0)},
+		{"3 bytes", "12 01 e0", ErrShortTerminate, rdma.TermCode(0)},
+		{"stray byte", "12 01 e0 00 00", ErrTerminateHeaders, rdma.TermDDPInvalidQN},
+		{"short DDP header", "12 01 e0 00 002e 41 41 00000000", ErrTerminateHeaders, rdma.TermDDPInvalidQN},
+		{"tagged header, untagged length", "11 00 c0 00 0000 c1 40 00000001 0000000000000000 0000 0000", ErrTerminateHeaders, rdma.TermDDPInvalidSTag},
+		{"short RDMA header", "12 01 e0 00 002e" + untaggedHdr + "aabbccdd", ErrTerminateHeaders, rdma.TermDDPInvalidQN},
+		{"long RDMA header", "10 00 07 00 0000" + untaggedHdr + rreq + "00", ErrTerminateHeaders, rdma.TermRDMAPInvalidSTag},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -199,9 +201,9 @@ func TestAppendTerminate(t *testing.T) {
 		term Terminate
 		want string
 	}{
-		{Terminate{Code: TermLLPCRC}, "20 02 00 00"},
-		{Terminate{Code: TermRDMAPStreamCatastroph, M: true, SegLenPresent: true, DDPSegLen: 9}, "02 07 80 00 0009"},
-		{Terminate{Code: TermDDPBaseBounds, M: true, D: true, DDPSegLen: 100, DDPHeader: hdr}, "11 01 c0 00 0064 c1 40 00001234 0000000000001000"},
+		{Terminate{Code: rdma.TermLLPCRC}, "20 02 00 00"},
+		{Terminate{Code: rdma.TermRDMAPStreamCatastroph, M: true, SegLenPresent: true, DDPSegLen: 9}, "02 07 80 00 0009"},
+		{Terminate{Code: rdma.TermDDPBaseBounds, M: true, D: true, DDPSegLen: 100, DDPHeader: hdr}, "11 01 c0 00 0064 c1 40 00001234 0000000000001000"},
 	}
 	for _, tc := range tests {
 		got := AppendTerminate([]byte{0xEE}, &tc.term)

@@ -1,5 +1,11 @@
 package wire
 
+import (
+	"encoding/binary"
+
+	"github.com/goiwarp/iwarp/rdma"
+)
+
 // TermLayout says how a received Terminate Control field was encoded.
 type TermLayout uint8
 
@@ -38,7 +44,7 @@ const (
 
 // TermControl is one reading of the 4-byte Terminate Control field.
 type TermControl struct {
-	Code TermCode
+	Code rdma.TermCode
 	// M, D, R are the flags: DDP Segment Length valid, DDP header
 	// included, RDMA header included.
 	M, D, R bool
@@ -56,7 +62,7 @@ func (c TermControl) clean() bool { return c.Code.Known() && !c.Reserved }
 func DecodeTermControl(c [TermControlLen]byte, l TermLayout) TermControl {
 	if l == LayoutSiw {
 		return TermControl{
-			Code:     TermCode{Layer(c[0] & 0x0F), ErrorType(c[0] >> 4), c[1]},
+			Code:     rdma.MakeTermCode(rdma.TermLayer(c[0]&0x0F), c[0]>>4, c[1]),
 			M:        c[2]&termSiwM != 0,
 			D:        c[2]&termSiwD != 0,
 			R:        c[2]&termSiwR != 0,
@@ -64,7 +70,7 @@ func DecodeTermControl(c [TermControlLen]byte, l TermLayout) TermControl {
 		}
 	}
 	return TermControl{
-		Code:     TermCode{Layer(c[0] >> 4), ErrorType(c[0] & 0x0F), c[1]},
+		Code:     rdma.TermCode(binary.BigEndian.Uint16(c[:2])),
 		M:        c[2]&termRFCM != 0,
 		D:        c[2]&termRFCD != 0,
 		R:        c[2]&termRFCR != 0,
@@ -76,15 +82,15 @@ func DecodeTermControl(c [TermControlLen]byte, l TermLayout) TermControl {
 // nothing attached (siw_send_terminate: RDMAP local catastrophic, invalid
 // RDMAP version, unexpected opcode, invalid DDP version, and the LLP codes
 // it generates: CRC, FPDU start, bad MPA frame, IRD, RTR).
-func siwSendsBare(c TermCode) bool {
-	switch c.Layer {
-	case LayerRDMAP:
-		return c.Type == TypeCatastrophic || c == TermRDMAPInvalidVersion || c == TermRDMAPUnexpectedOpcode
-	case LayerDDP:
-		return c == TermDDPTaggedVersion || c == TermDDPUntaggedVersion
-	case LayerLLP:
+func siwSendsBare(c rdma.TermCode) bool {
+	switch c.Layer() {
+	case rdma.LayerRDMAP:
+		return c.Type() == rdma.TypeCatastrophic || c == rdma.TermRDMAPInvalidVersion || c == rdma.TermRDMAPUnexpectedOpcode
+	case rdma.LayerDDP:
+		return c == rdma.TermDDPTaggedVersion || c == rdma.TermDDPUntaggedVersion
+	case rdma.LayerLLP:
 		switch c {
-		case TermLLPCRC, TermLLPMarker, TermLLPInvalidFrame, TermLLPInsufficientIRD, TermLLPNoRTRModel:
+		case rdma.TermLLPCRC, rdma.TermLLPMarker, rdma.TermLLPInvalidFrame, rdma.TermLLPInsufficientIRD, rdma.TermLLPNoRTRModel:
 			return true
 		}
 	}
@@ -93,7 +99,7 @@ func siwSendsBare(c TermCode) bool {
 
 // decodeTermControl reads the 4 Terminate Control bytes c in whichever
 // layout makes sense. A reading is clean when its code is one of the
-// specification tables (TermCode.Known: layer 0-2, an error type of that
+// specification tables (rdma.TermCode.Known: layer 0-2, an error type of that
 // layer, a listed code) and it sets no bit reserved in its layout. The
 // heuristic, in order:
 //

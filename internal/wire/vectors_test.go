@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/goiwarp/iwarp/internal/vectors"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // The vectors are read from the project's shared vector files
@@ -118,7 +119,7 @@ var wantFPDUs = map[string]ULPDU{
 		Header: HeaderAtomicResponse, AtomicResponse: AtomicResponse{RequestID: 0xbef0, OriginalValue: 0x2a}},
 	"terminate-ddp-invalid-qn": {DDP: untagged(true, 0x47, 2, 1, 0), Opcode: OpTerminate,
 		Header: HeaderTerminate, Terminate: Terminate{
-			Code: TermDDPInvalidQN, M: true, D: true, R: true,
+			Code: rdma.TermDDPInvalidQN, M: true, D: true, R: true,
 			SegLenPresent: true, DDPSegLen: 46,
 			// The offending Read Request's DDP header, sent on QN 7.
 			DDPHeader:  mustHex("41 41 00000000 00000007 00000001 00000000"),

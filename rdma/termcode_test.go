@@ -1,6 +1,8 @@
-package wire
+package rdma
 
-import "testing"
+import (
+	"testing"
+)
 
 // TermCode String and Name for every code of the tables (docs/spec/
 // rdmap.md §4, ddp.md §3, mpa.md §4).
@@ -57,7 +59,7 @@ func TestTermCodeStrings(t *testing.T) {
 			t.Errorf("%v not known", c)
 		}
 	}
-	for _, c := range []TermCode{{LayerLLP, 1, 0x02}, {3, 0, 0}, {LayerRDMAP, 2, 0x02}, {LayerDDP, 0, 0x01}} {
+	for _, c := range []TermCode{MakeTermCode(LayerLLP, 1, 0x02), MakeTermCode(3, 0, 0), MakeTermCode(LayerRDMAP, 2, 0x02), MakeTermCode(LayerDDP, 0, 0x01)} {
 		if c.Known() || c.Name() != "unknown code" {
 			t.Errorf("%v reported as known", c)
 		}
@@ -66,36 +68,21 @@ func TestTermCodeStrings(t *testing.T) {
 
 func TestTermCodeTypeNames(t *testing.T) {
 	for c, want := range map[TermCode]string{
-		TermRDMAPCatastrophic:   "local catastrophic",
-		TermRDMAPInvalidSTag:    "remote protection",
-		TermRDMAPInvalidVersion: "remote operation",
-		TermDDPCatastrophic:     "local catastrophic",
-		TermDDPTOWrap:           "tagged buffer",
-		TermDDPInvalidQN:        "untagged buffer",
-		TermLLPCRC:              "MPA",
-		{LayerLLP, 3, 0}:        "type 3",
-		{7, 0, 0}:               "type 0",
+		TermRDMAPCatastrophic:        "local catastrophic",
+		TermRDMAPInvalidSTag:         "remote protection",
+		TermRDMAPInvalidVersion:      "remote operation",
+		TermDDPCatastrophic:          "local catastrophic",
+		TermDDPTOWrap:                "tagged buffer",
+		TermDDPInvalidQN:             "untagged buffer",
+		TermLLPCRC:                   "MPA",
+		MakeTermCode(LayerLLP, 3, 0): "type 3",
+		MakeTermCode(7, 0, 0):        "type 0",
 	} {
 		if got := c.TypeName(); got != want {
 			t.Errorf("%v.TypeName() = %q, want %q", c, got, want)
 		}
 	}
-	if Layer(5).String() != "layer 5" {
-		t.Errorf("Layer(5) = %q", Layer(5))
+	if TermLayer(5).String() != "layer 5" {
+		t.Errorf("TermLayer(5) = %q", TermLayer(5))
 	}
-}
-
-func TestOpcodeNames(t *testing.T) {
-	for op := Opcode(0); op < 0x20; op++ {
-		_, defined := LookupOpcode(RDMAPVersion2, op)
-		s := op.String()
-		if defined == (s == "opcode 0x"+hex2(uint8(op))) {
-			t.Errorf("%d.String() = %q (defined %v)", op, s, defined)
-		}
-	}
-}
-
-func hex2(b uint8) string {
-	const digits = "0123456789ABCDEF"
-	return string([]byte{digits[b>>4], digits[b&0xF]})
 }
