@@ -60,7 +60,7 @@ func TestPublicSteadyStateAllocs(t *testing.T) {
 	batch[len(batch)-1].Flags = iwarp.Signaled
 	ops := map[string]func(){
 		"blocking-write": func() { must(a.qp.Write(ctx, remote, sgl...)) },
-		"blocking-read":  func() { must(a.qp.Read(ctx, sink.SGE(0, n), remote)) },
+		"blocking-read":  func() { must(a.qp.Read(ctx, remote, sink.SGE(0, n))) },
 		"blocking-readv2": func() {
 			must(a.qp.ReadV2(ctx, remote, sink.SGE(0, n/2), sink.SGE(n/2, n/2)))
 		},
@@ -76,11 +76,11 @@ func TestPublicSteadyStateAllocs(t *testing.T) {
 			_, err := a.qp.FetchAdd(cctx, wremote, 1)
 			must(err)
 		},
-		"blocking-read-cancelable-ctx": func() { must(a.qp.Read(cctx, sink.SGE(0, n), remote)) },
+		"blocking-read-cancelable-ctx": func() { must(a.qp.Read(cctx, remote, sink.SGE(0, n))) },
 		"blocking-send":                received(func() { must(a.qp.Send(ctx, sgl...)) }),
 		"blocking-send-imm":            received(func() { must(a.qp.SendWithImmediate(ctx, 5, sgl...)) }),
 		"blocking-write-imm":           received(func() { must(a.qp.WriteWithImmediate(ctx, remote, 6, sgl...)) }),
-		"blocking-immediate":           received(func() { must(a.qp.SendImmediate(ctx, 7, false)) }),
+		"blocking-immediate":           received(func() { must(a.qp.ImmediateData(ctx, 7, 0)) }),
 		"posted-send": received(func() {
 			must(a.qp.PostSend(iwarp.SendWR{ID: 2, Op: iwarp.OpSend, Flags: iwarp.Signaled, SGL: sgl}))
 			waitOne(a.cq)

@@ -2,7 +2,6 @@ package iwarp
 
 import (
 	"context"
-	"errors"
 )
 
 // Blocking RFC 7306 calls. Like Send/Write/Read they post an ordinary work
@@ -52,28 +51,21 @@ func (qp *QP) atomic(ctx context.Context, wr SendWR) (uint64, error) {
 	return c.Original, nil
 }
 
-// SendImmediate sends RFC 7306 Immediate Data: imm arrives in the peer's
-// next receive completion (Completion.Immediate). With solicited it also
-// raises a solicited event.
-func (qp *QP) SendImmediate(ctx context.Context, imm uint64, solicited bool) error {
-	wr := SendWR{Op: OpImmediate, Immediate: imm}
-	if solicited {
-		wr.Flags |= Solicited
-	}
-	return qp.do(ctx, wr)
+// ImmediateData sends RFC 7306 Immediate Data (§6), 8 bytes without a
+// payload: imm arrives in the peer's next receive completion
+// (Completion.Immediate). flags may hold Solicited, to raise a solicited
+// event at the peer. (SendWithImmediate is the V2 draft's Send with
+// Immediate, which also carries a payload.)
+func (qp *QP) ImmediateData(ctx context.Context, imm uint64, flags SendFlags) error {
+	return qp.do(ctx, SendWR{Op: OpImmediate, Flags: flags, Immediate: imm})
 }
 
 // WriteWithImmediate writes the SGL into the peer's memory at remote and
 // then delivers imm to the peer's next receive completion, which the peer
 // sees only after the Write was placed.
 func (qp *QP) WriteWithImmediate(ctx context.Context, remote RemoteBuffer, imm uint64, sgl ...SGE) error {
-	return qp.do(ctx, SendWR{Op: OpWriteWithImmediate, Remote: remote, Immediate: imm, SGL: sgl})
+	return qp.do(ctx, SendWR{Op: OpWrite, Flags: WithImmediate, Remote: remote, Immediate: imm, SGL: sgl})
 }
-
-// ErrNotAtomicWord: a local atomic accessor was given an offset that is not
-// 8-byte aligned or not inside the region, or a region whose buffer is not
-// 8-byte aligned.
-var ErrNotAtomicWord = errors.New("iwarp: not an aligned 64-bit word of the region")
 
 // AtomicLoad loads the 64-bit word at byte offset off of the region,
 // atomically with respect to remote atomics on it.
@@ -122,7 +114,7 @@ func (mr *MR) word(off int) (uint64, error) {
 // with Immediate Data: the peer's receive gets the bytes and its
 // completion carries imm. Needs V2 agreed (QPAttributes.V2).
 func (qp *QP) SendWithImmediate(ctx context.Context, imm uint64, sgl ...SGE) error {
-	return qp.do(ctx, SendWR{Op: OpSendWithImmediate, Immediate: imm, SGL: sgl})
+	return qp.do(ctx, SendWR{Op: OpSend, Flags: WithImmediate, Immediate: imm, SGL: sgl})
 }
 
 // ReadV2 reads the peer's memory at remote into the SGL (one or more

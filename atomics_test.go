@@ -129,7 +129,7 @@ func TestCompareSwapSpinlock(t *testing.T) {
 						break
 					}
 				}
-				if err := c.qp.Read(ctx, local.SGE(0, 8), cnt); err != nil {
+				if err := c.qp.Read(ctx, cnt, local.SGE(0, 8)); err != nil {
 					errs <- err
 					return
 				}
@@ -302,7 +302,7 @@ func TestImmediateAndWriteWithImmediate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := a.qp.SendImmediate(ctx, 0x1122334455667788, true); err != nil {
+	if err := a.qp.ImmediateData(ctx, 0x1122334455667788, iwarp.Solicited); err != nil {
 		t.Fatal(err)
 	}
 	c, err := b.cq.Next(ctx)

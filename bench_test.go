@@ -51,7 +51,7 @@ func BenchmarkRead(b *testing.B) {
 		src, _ := t.pd.RegisterMemory(make([]byte, n), iwarp.AccessRemoteRead)
 		dst, _ := a.pd.RegisterMemory(make([]byte, n), iwarp.AccessLocalWrite)
 		remote, sge := src.Remote(), dst.SGE(0, n)
-		return func() error { return a.qp.Read(ctx, sge, remote) }
+		return func() error { return a.qp.Read(ctx, remote, sge) }
 	})
 }
 
@@ -147,7 +147,7 @@ func BenchmarkWriteWithImmediatePingPong(b *testing.B) {
 			}
 		}
 	}
-	_ = a.qp.SendImmediate(ctx, 0, false)
+	_ = a.qp.ImmediateData(ctx, 0, 0)
 	<-done
 }
 

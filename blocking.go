@@ -29,22 +29,17 @@ func (qp *QP) Write(ctx context.Context, remote RemoteBuffer, sgl ...SGE) error 
 	return qp.do(ctx, SendWR{Op: OpWrite, SGL: sgl, Remote: remote})
 }
 
-// Read reads len(sink) bytes of the peer's memory at remote into sink and
-// waits until they are placed.
-func (qp *QP) Read(ctx context.Context, sink SGE, remote RemoteBuffer) error {
+// Read reads sink.Length bytes of the peer's memory at remote into sink
+// (RFC 5040 RDMA Read, which names the sink's STag on the wire) and waits
+// until they are placed.
+func (qp *QP) Read(ctx context.Context, remote RemoteBuffer, sink SGE) error {
 	return qp.do(ctx, SendWR{Op: OpRead, SGL: []SGE{sink}, Remote: remote})
 }
 
 // Do posts wr and waits for its completion, whatever its Signaled flag.
 func (qp *QP) Do(ctx context.Context, wr SendWR) (Completion, error) {
 	w := qp.getWaiter()
-	qp.mu.Lock()
-	ewrs, err := qp.convertSends([]SendWR{wr})
-	if err == nil {
-		err = qp.postError(qp.e.PostWait(ewrs[0], w))
-	}
-	qp.mu.Unlock()
-	if err != nil {
+	if err := postError(qp.e.PostWait(wr, w)); err != nil {
 		qp.putWaiter(w)
 		return Completion{}, err
 	}
@@ -53,7 +48,7 @@ func (qp *QP) Do(ctx context.Context, wr SendWR) (Completion, error) {
 		return Completion{}, err // w is left to its completion, not reused
 	}
 	qp.putWaiter(w)
-	return completion(&c, qp.e), nil
+	return engineCompletion(&c), nil
 }
 
 // getWaiter returns an idle Waiter of the QP's pool, or a new one.

@@ -98,7 +98,7 @@ func captureSession(t *testing.T, network, addr string, mss int) (clientFile, se
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.qp.Read(ctx, sinkMR.SGE(0, len(sink)), region.Remote()); err != nil {
+	if err := a.qp.Read(ctx, region.Remote(), sinkMR.SGE(0, len(sink))); err != nil {
 		t.Fatalf("read: %v", err)
 	}
 	if !bytes.Equal(sink, wdata) {

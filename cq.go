@@ -3,8 +3,8 @@ package iwarp
 import (
 	"context"
 	"errors"
-	"sync"
 
+	"github.com/goiwarp/iwarp/internal/rdmap"
 	"github.com/goiwarp/iwarp/internal/verbs"
 )
 
@@ -14,9 +14,6 @@ import (
 type CQ struct {
 	dev *Device
 	e   *verbs.CQ
-
-	mu      sync.Mutex // guards scratch
-	scratch [64]verbs.CQE
 }
 
 // EventChannel gathers notifications from any number of CQs, so that one
@@ -42,9 +39,6 @@ func (ch *EventChannel) Wait(ctx context.Context) (*CQ, error) {
 	}
 }
 
-// ErrCQCapacity: the CQ cannot hold the completions of another queue.
-var ErrCQCapacity = errors.New("iwarp: completion queue capacity exhausted")
-
 // NewCQ creates a completion queue for capacity completions; ch, if not nil,
 // receives its notifications once armed.
 func (d *Device) NewCQ(capacity int, ch *EventChannel) (*CQ, error) {
@@ -64,21 +58,23 @@ func (d *Device) NewCQ(capacity int, ch *EventChannel) (*CQ, error) {
 // how many. It never blocks and does not allocate. A completion's work
 // request slot is free again once it has been polled.
 func (cq *CQ) Poll(out []Completion) int {
-	cq.mu.Lock()
-	defer cq.mu.Unlock()
-	total := 0
-	for total < len(out) {
-		n := cq.e.Poll(cq.scratch[:min(len(cq.scratch), len(out)-total)])
-		for i := 0; i < n; i++ {
-			out[total+i] = completion(&cq.scratch[i].Completion, cq.scratch[i].QP)
-			cq.scratch[i] = verbs.CQE{}
-		}
-		total += n
-		if n == 0 {
-			break
+	n := cq.e.PollCompletions(out)
+	for i := range out[:n] {
+		if out[i].Err != nil {
+			out[i].Err = wrapEngineError(out[i].Err)
 		}
 	}
-	return total
+	return n
+}
+
+// engineCompletion returns the API's view of an engine completion: its
+// error converted.
+func engineCompletion(c *rdmap.Completion) Completion {
+	cc := c.Completion
+	if cc.Err != nil {
+		cc.Err = wrapEngineError(cc.Err)
+	}
+	return cc
 }
 
 // Wait blocks until the CQ holds a completion or ctx ends.

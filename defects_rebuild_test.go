@@ -490,7 +490,7 @@ func TestDefect12ResponderStall(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		if err := a.qp.Read(ctx, sink.SGE(0, 1), remote); err != nil {
+		if err := a.qp.Read(ctx, remote, sink.SGE(0, 1)); err != nil {
 			t.Fatal(err)
 		}
 		took = append(took, time.Since(start))

@@ -1,7 +1,6 @@
 package iwarp
 
 import (
-	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -63,9 +62,6 @@ const (
 	maxInline     = 4096
 	maxIRDORD     = 128
 )
-
-// ErrClosed is returned by calls on a closed Device, CQ, QP or Listener.
-var ErrClosed = errors.New("iwarp: closed")
 
 // NewDevice opens a software RNIC.
 func NewDevice(cfg *DeviceConfig) *Device {

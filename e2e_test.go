@@ -112,7 +112,7 @@ func TestPublicAPIOperations(t *testing.T) {
 	}
 	back := make([]byte, n)
 	bmr, _ := a.pd.RegisterMemory(back, iwarp.AccessLocalWrite)
-	if err := a.qp.Read(ctx, bmr.SGE(0, n), tmr.Remote()); err != nil {
+	if err := a.qp.Read(ctx, tmr.Remote(), bmr.SGE(0, n)); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(back, src) {
@@ -134,7 +134,7 @@ func TestPublicAPIOperations(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, err := a.cq.Next(ctx)
-	if err != nil || c.ID != 5 || c.Status != iwarp.StatusSuccess || c.QP != a.qp {
+	if err != nil || c.ID != 5 || c.Status != iwarp.StatusSuccess || c.QPNum != a.qp.Num() {
 		t.Fatalf("send completion %+v %v", c, err)
 	}
 	c, err = b.cq.Next(ctx)

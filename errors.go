@@ -110,15 +110,71 @@ func (e *TerminateError) Is(target error) bool { return target == ErrTerminated 
 // Unwrap returns the cause.
 func (e *TerminateError) Unwrap() error { return e.Cause }
 
-// Errors of connections and queue pairs.
+// The local errors of the API. Each call's documentation says which it
+// returns; errors.Is finds them in what the calls return, wrapped with the
+// details.
+var (
+	// ErrClosed: a call on a closed Device, CQ, QP or Listener. An error
+	// of a QP closed locally also matches ErrQPClosed.
+	ErrClosed = errors.New("iwarp: closed")
+	// ErrInvalidConfig: a configuration field out of range, or a QP that
+	// is not idle given to a connection setup.
+	ErrInvalidConfig = errors.New("iwarp: invalid configuration")
+	// ErrInvalidWR: a work request that cannot be posted: an unknown
+	// opcode or flag combination (rdma.ValidFlags), an SGE whose STag is
+	// not the current one of a region of the QP's PD or that does not lie
+	// in it, too many SGEs, an Inline payload too long, etc.
+	ErrInvalidWR = errors.New("iwarp: invalid work request")
+	// ErrQueueFull: the work queue holds as many work requests as its
+	// depth (or an unsignaled WR would take the last free slot).
+	ErrQueueFull = errors.New("iwarp: work queue full")
+	// ErrNotConnected: work posted to a QP that never connected.
+	ErrNotConnected = errors.New("iwarp: queue pair not connected")
+	// ErrNotSupportedByPeer: the operation needs an RDMAP extension (RFC
+	// 7306, the V2 draft) that the peer did not agree to in the MPA
+	// startup (or was not declared to support with
+	// ConnOptions.PeerExtensions); nothing was sent.
+	ErrNotSupportedByPeer = errors.New("iwarp: operation not supported by the peer")
+	// ErrCQCapacity: the CQ cannot hold the completions of another queue
+	// (each queue attached to a CQ reserves its depth in it).
+	ErrCQCapacity = errors.New("iwarp: completion queue capacity exhausted")
+	// ErrInvalidBuffer: a buffer that cannot be registered, or a region
+	// that cannot be re-keyed.
+	ErrInvalidBuffer = errors.New("iwarp: invalid buffer")
+	// ErrRange: an offset and length outside a region or a RemoteBuffer.
+	ErrRange = rdma.ErrRange
+	// ErrNotAtomicWord: a local atomic accessor was given an offset that
+	// is not 8-byte aligned or not inside the region, or a region whose
+	// buffer is not 8-byte aligned.
+	ErrNotAtomicWord = errors.New("iwarp: not an aligned 64-bit word of the region")
+	// ErrShed: the error of ConnRequest.Accept and Reject for a connection
+	// whose startup the Listener gave up to admit a newer one (see
+	// ListenConfig.MaxPending); its TCP connection is closed.
+	ErrShed = errors.New("iwarp: connection setup given up: the listener had too many connections in startup")
+	// ErrListenerFailed: the error of Accept once the net.Listener under
+	// the Listener was closed by someone else (NewListener's ln), every
+	// connection it had accepted before has either queued its request,
+	// which Accept handed out, or failed its startup; it wraps the
+	// net.Listener's error. Every later Accept fails the same way. Close
+	// the Listener.
+	ErrListenerFailed = errors.New("iwarp: the listener stopped accepting connections")
+)
+
+// The errors of a connection's end, as QP.Err, a flushed completion's Err
+// and the calls on a QP that left RTS report them.
 var (
 	// ErrPeerDisconnected: the peer closed the connection without a
 	// Terminate.
 	ErrPeerDisconnected = rdmap.ErrPeerDisconnected
 	// ErrDisconnected: the connection was closed in order.
 	ErrDisconnected = rdmap.ErrDisconnected
-	// ErrQPClosed: the QP was closed locally.
+	// ErrQPClosed: the QP was closed locally (such errors also match
+	// ErrClosed).
 	ErrQPClosed = rdmap.ErrLocallyClosed
+	// ErrLocalProtection: a work request's local buffer was invalidated,
+	// deregistered or re-keyed before the work request used it (the
+	// error of a StatusLocalProtection completion).
+	ErrLocalProtection = rdmap.ErrLocalProtection
 )
 
 // wrapEngineError converts the engine's errors to the API's: a Terminate
@@ -130,6 +186,9 @@ func wrapEngineError(err error) error {
 			Code: te.Code, Sent: te.Sent, Cause: te.Cause,
 			SiwLayout: te.Layout == wire.LayoutSiw, Control: te.Control,
 		}
+	}
+	if errors.Is(err, rdmap.ErrLocallyClosed) {
+		return wrapAs(ErrClosed, err)
 	}
 	return wrapAs(nil, err)
 }

@@ -108,19 +108,18 @@ func apiErrors() []namedError {
 	}
 	// The engine's posting errors, as postError returns them, bare and
 	// with the engine's "send WR i (id n)" wrapping.
-	qp := &QP{}
 	for _, e := range []error{rdmap.ErrSQFull, rdmap.ErrSQNeedsSignaled, rdmap.ErrRQFull, rdmap.ErrTooManySGE,
 		rdmap.ErrBadSGE, rdmap.ErrBadOp, verbs.ErrNotConnected, rdmap.ErrMessageSize, rdmap.ErrInlineTooLong,
 		rdmap.ErrReadSinkSGE, rdmap.ErrAccess, rdmap.ErrNoORD, rdmap.ErrNotSupportedByPeer, rdmap.ErrMisaligned,
 		rdmap.ErrRegionInvalid, rdmap.ErrLocalInvalidate, rdmap.ErrSharedRecv} {
-		add("postError("+e.Error()+")", qp.postError(e))
-		add("postError(send WR: "+e.Error()+")", qp.postError(fmt.Errorf("send WR 3 (id 7): %w", e)))
+		add("postError("+e.Error()+")", postError(e))
+		add("postError(send WR: "+e.Error()+")", postError(fmt.Errorf("send WR 3 (id 7): %w", e)))
 	}
 	for _, cause := range []error{rdmap.ErrPeerDisconnected, rdmap.ErrDisconnected, rdmap.ErrLocallyClosed,
 		rdmap.ErrLocalProtection, &rdmap.ConnectionError{Err: rdmap.ErrLeaseRevoked},
 		&rdmap.ConnectionError{Err: verbs.ErrPeerStalled}, &rdmap.ConnectionError{Err: io.ErrUnexpectedEOF}} {
 		add("QP error "+cause.Error(), wrapEngineError(cause))
-		add("state error "+cause.Error(), qp.postError(fmt.Errorf("%w (ERROR): %w", rdmap.ErrQPState, cause)))
+		add("state error "+cause.Error(), postError(fmt.Errorf("%w (ERROR): %w", rdmap.ErrQPState, cause)))
 		add("flushed "+cause.Error(), &WRError{Status: StatusFlushed, Op: OpRead, Err: wrapEngineError(cause)})
 	}
 	// Terminates, with the violations that carry their own code.
@@ -229,17 +228,16 @@ func TestErrorMessages(t *testing.T) {
 
 // TestErrorIdentity: the wrapping keeps errors.Is and errors.As working.
 func TestErrorIdentity(t *testing.T) {
-	qp := &QP{}
 	for _, c := range []struct {
 		err  error
 		want []error
 	}{
-		{qp.postError(fmt.Errorf("send WR 0 (id 1): %w", rdmap.ErrSQFull)), []error{ErrQueueFull, rdmap.ErrSQFull}},
-		{qp.postError(verbs.ErrNotConnected), []error{ErrNotConnected}},
-		{qp.postError(rdmap.ErrNotSupportedByPeer), []error{ErrNotSupportedByPeer}},
-		{qp.postError(rdmap.ErrSharedRecv), []error{ErrInvalidWR}},
-		{qp.postError(rdmap.ErrBadSGE), []error{ErrInvalidWR}},
-		{qp.postError(fmt.Errorf("%w (ERROR): %w", rdmap.ErrQPState, rdmap.ErrPeerDisconnected)), []error{ErrPeerDisconnected}},
+		{postError(fmt.Errorf("send WR 0 (id 1): %w", rdmap.ErrSQFull)), []error{ErrQueueFull, rdmap.ErrSQFull}},
+		{postError(verbs.ErrNotConnected), []error{ErrNotConnected}},
+		{postError(rdmap.ErrNotSupportedByPeer), []error{ErrNotSupportedByPeer}},
+		{postError(rdmap.ErrSharedRecv), []error{ErrInvalidWR}},
+		{postError(rdmap.ErrBadSGE), []error{ErrInvalidWR}},
+		{postError(fmt.Errorf("%w (ERROR): %w", rdmap.ErrQPState, rdmap.ErrPeerDisconnected)), []error{ErrPeerDisconnected}},
 		{wrapEngineError(rdmap.ErrPeerDisconnected), []error{ErrPeerDisconnected}},
 		{wrapEngineError(rdmap.ErrDisconnected), []error{ErrDisconnected}},
 		{wrapEngineError(rdmap.ErrLocallyClosed), []error{ErrQPClosed}},
@@ -255,7 +253,7 @@ func TestErrorIdentity(t *testing.T) {
 		}
 	}
 	var te *TerminateError
-	if err := qp.postError(fmt.Errorf("%w: %w", rdmap.ErrQPState, &rdmap.TerminateError{Code: rdma.TermDDPBaseBounds})); !errors.As(err, &te) || te.Code != TermDDPBaseBounds {
+	if err := postError(fmt.Errorf("%w: %w", rdmap.ErrQPState, &rdmap.TerminateError{Code: rdma.TermDDPBaseBounds})); !errors.As(err, &te) || te.Code != TermDDPBaseBounds {
 		t.Errorf("a post to a terminated QP: %v", err)
 	}
 	var re *RejectedError

@@ -89,7 +89,7 @@ func Example() {
 	if err := client.Write(ctx, target.Remote(), src.SGE(0, len(msg))); err != nil {
 		log.Fatal(err)
 	}
-	if err := client.Read(ctx, sink.SGE(0, len(msg)), target.Remote()); err != nil {
+	if err := client.Read(ctx, target.Remote(), sink.SGE(0, len(msg))); err != nil {
 		log.Fatal(err)
 	}
 	fmt.Printf("read back: %s\n", sink.Bytes())
@@ -161,7 +161,7 @@ func ExampleQP_Read() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := client.Read(ctx, sink.SGE(0, 10), entry); err != nil {
+	if err := client.Read(ctx, entry, sink.SGE(0, 10)); err != nil {
 		log.Fatal(err)
 	}
 	fmt.Printf("TO %d: %s\n", entry.TO, sink.Bytes())
@@ -715,7 +715,7 @@ func ExamplePD_NewSRQ() {
 			log.Fatal(err)
 		}
 		on := 0
-		if c.QP == servers[1] {
+		if c.QPNum == servers[1].Num() {
 			on = 1
 		}
 		off := 16 * int(c.ID-100)

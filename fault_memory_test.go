@@ -172,7 +172,7 @@ func roundTrip(t *testing.T, ctx context.Context, a, b *endpoint) {
 	if err := a.qp.Write(ctx, tmr.Remote(), smr.SGE(0, faultPage)); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.qp.Read(ctx, bmr.SGE(0, faultPage), tmr.Remote()); err != nil {
+	if err := a.qp.Read(ctx, tmr.Remote(), bmr.SGE(0, faultPage)); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(back, src) {

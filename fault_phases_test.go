@@ -87,7 +87,7 @@ func newWriteSetup(t *testing.T, c *faultCell) *writeSetup {
 	}
 	// Read after Write: W1 is placed at the sink (docs/semantics.md §3).
 	w.remoteRead = w.sink.remote(t, w.sinkMR, "W1")
-	if err := a.qp.Read(ctx, w.local.sge(w.localMR, "proof"), w.remoteRead); err != nil {
+	if err := a.qp.Read(ctx, w.remoteRead, w.local.sge(w.localMR, "proof")); err != nil {
 		t.Fatal(err)
 	}
 	return w
@@ -193,7 +193,7 @@ func phaseMidReadResponse(t *testing.T, c *faultCell) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := a.qp.Read(ctx, sink.sge(sinkMR, "R0"), remote(faultPage)); err != nil {
+	if err := a.qp.Read(ctx, remote(faultPage), sink.sge(sinkMR, "R0")); err != nil {
 		t.Fatal(err)
 	}
 	c.proxy.Arm(s2c, faultTrigger{after: faultCut, fault: c.fault})
@@ -202,7 +202,7 @@ func phaseMidReadResponse(t *testing.T, c *faultCell) {
 		iwarp.SendWR{ID: 2, Op: iwarp.OpRead, Flags: iwarp.Signaled, SGL: []iwarp.SGE{sink.sge(sinkMR, "R2")}, Remote: remote(faultPage)},
 	)
 	c.call("Read", false, func() error {
-		return a.qp.Read(context.Background(), sink.sge(sinkMR, "R3"), remote(faultPage))
+		return a.qp.Read(context.Background(), remote(faultPage), sink.sge(sinkMR, "R3"))
 	})
 	c.memCheck = func(t *testing.T) {
 		all := faultSource()

@@ -272,7 +272,7 @@ func TestHostilePeer(t *testing.T) {
 		if err := by.qp.Write(ctx, remote, src.SGE(0, 64)); err != nil {
 			t.Fatalf("bystander Write: %v", err)
 		}
-		if err := by.qp.Read(ctx, sink.SGE(0, 64), remote); err != nil || !bytes.Equal(sink.Bytes(), msg) {
+		if err := by.qp.Read(ctx, remote, sink.SGE(0, 64)); err != nil || !bytes.Equal(sink.Bytes(), msg) {
 			t.Fatalf("bystander Read: %v (%x)", err, sink.Bytes()[:8])
 		}
 	}

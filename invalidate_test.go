@@ -20,7 +20,7 @@ func TestSendWithInvalidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	stag := exposed.STag()
-	if err := a.qp.PostSend(iwarp.SendWR{ID: 2, Op: iwarp.OpSendInvalidate, InvalidateSTag: stag, Flags: iwarp.Solicited}); err != nil {
+	if err := a.qp.PostSend(iwarp.SendWR{ID: 2, Op: iwarp.OpSend, InvalidateSTag: stag, Flags: iwarp.Invalidate|iwarp.Solicited}); err != nil {
 		t.Fatal(err)
 	}
 	c, err := b.cq.Next(ctx)
@@ -51,7 +51,7 @@ func TestSendWithInvalidateRefused(t *testing.T) {
 	if err := b.qp.PostRecv(iwarp.RecvWR{ID: 1, SGL: []iwarp.SGE{rb.SGE(0, 16)}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.qp.PostSend(iwarp.SendWR{ID: 2, Op: iwarp.OpSendInvalidate, InvalidateSTag: plain.STag()}); err != nil {
+	if err := a.qp.PostSend(iwarp.SendWR{ID: 2, Op: iwarp.OpSend, Flags: iwarp.Invalidate, InvalidateSTag: plain.STag()}); err != nil {
 		t.Fatal(err)
 	}
 	wantTerminated(t, ctx, b, true, iwarp.TermRDMAPProtInvalidate)
@@ -81,7 +81,7 @@ func TestLocalInvalidateAndRekey(t *testing.T) {
 		t.Fatalf("rekey %x (old %x) %v", fresh, old, err)
 	}
 	sink, _ := a.pd.RegisterMemory(make([]byte, 64), iwarp.AccessLocalWrite)
-	if _, err := a.qp.Do(ctx, iwarp.SendWR{Op: iwarp.OpReadWithInvalidate, SGL: []iwarp.SGE{sink.SGE(0, 64)}, Remote: target.Remote()}); err != nil {
+	if _, err := a.qp.Do(ctx, iwarp.SendWR{Op: iwarp.OpRead, Flags: iwarp.Invalidate, SGL: []iwarp.SGE{sink.SGE(0, 64)}, Remote: target.Remote()}); err != nil {
 		t.Fatal(err)
 	}
 	if sink.Valid() {

@@ -44,7 +44,7 @@ func TestIPv6AndDualStack(t *testing.T) {
 			}
 			src, _ := b.pd.RegisterMemory([]byte("over IPv6 or IPv4"), iwarp.AccessRemoteRead)
 			sink, _ := a.pd.RegisterMemory(make([]byte, 17), iwarp.AccessLocalWrite)
-			if err := a.qp.Read(ctx, sink.SGE(0, 17), src.Remote()); err != nil {
+			if err := a.qp.Read(ctx, src.Remote(), sink.SGE(0, 17)); err != nil {
 				t.Fatal(err)
 			}
 			if string(sink.Bytes()) != "over IPv6 or IPv4" {

@@ -58,11 +58,6 @@ const (
 	defaultMaxPending     = 64
 )
 
-// ErrShed is the error of ConnRequest.Accept and Reject for a connection
-// whose startup the Listener gave up to admit a newer one (see
-// ListenConfig.MaxPending); its TCP connection is closed.
-var ErrShed = errors.New("iwarp: connection setup given up: the listener had too many connections in startup")
-
 // Listener accepts iWARP connections: it reads each new connection's MPA
 // Request in the background and hands complete requests to Accept.
 type Listener struct {
@@ -196,13 +191,6 @@ func (l *Listener) startup(p *pendingConn) {
 		p.nc.Close() // shed or closed while its Request was read
 	}
 }
-
-// ErrListenerFailed is the error of Accept once the net.Listener under the
-// Listener was closed by someone else (NewListener's ln), every connection
-// it had accepted before has either queued its request, which Accept
-// handed out, or failed its startup; it wraps the net.Listener's error.
-// Every later Accept fails the same way. Close the Listener.
-var ErrListenerFailed = errors.New("iwarp: the listener stopped accepting connections")
 
 // Accept waits for the next connection request.
 func (l *Listener) Accept(ctx context.Context) (*ConnRequest, error) {

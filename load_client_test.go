@@ -106,7 +106,7 @@ func (p *loadPair) iteration(ctx context.Context, seq int, words iwarp.RemoteBuf
 		return fmt.Errorf("Send with Immediate: %w", err)
 	}
 	// Read back the Write.
-	if err := p.qp.Read(ctx, p.local.SGE(localSink, nw), sub(slotWrite, nw)); err != nil {
+	if err := p.qp.Read(ctx, sub(slotWrite, nw), p.local.SGE(localSink, nw)); err != nil {
 		return fmt.Errorf("Read: %w", err)
 	}
 	if at := badPattern(buf[localSink:][:nw], i, seq, kindWrite); at >= 0 {

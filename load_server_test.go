@@ -55,7 +55,7 @@ type loadServer struct {
 	words *iwarp.MR // word 0: the FetchAdd counter; words 1..loadCASWords: the CompareSwap counters
 	wbuf  *guarded
 	qps   []*loadServerQP
-	byQP  map[*iwarp.QP]*loadServerQP // read-only once set up
+	byQP  map[uint32]*loadServerQP // read-only once set up
 	fail  func(error)
 }
 
@@ -73,7 +73,7 @@ type loadServerQP struct {
 
 // newLoadServer creates the responder side with n QPs, receives posted.
 func newLoadServer(n int, fail func(error)) (*loadServer, error) {
-	s := &loadServer{dev: iwarp.NewDevice(nil), byQP: make(map[*iwarp.QP]*loadServerQP, n), fail: fail}
+	s := &loadServer{dev: iwarp.NewDevice(nil), byQP: make(map[uint32]*loadServerQP, n), fail: fail}
 	var err error
 	if s.pd, err = s.dev.AllocPD(); err != nil {
 		return nil, err
@@ -110,7 +110,7 @@ func newLoadServer(n int, fail func(error)) (*loadServer, error) {
 			}
 		}
 		s.qps = append(s.qps, q)
-		s.byQP[q.qp] = q
+		s.byQP[q.qp.Num()] = q
 	}
 	return s, nil
 }
@@ -140,7 +140,7 @@ func (s *loadServer) poll(ctx context.Context, cq *iwarp.CQ) {
 // iteration arrive in order (Send, Write with Immediate, Send with
 // Immediate); after the third the QP acknowledges the iteration.
 func (s *loadServer) handle(c *iwarp.Completion) error {
-	q := s.byQP[c.QP]
+	q := s.byQP[c.QPNum]
 	if q == nil {
 		return fmt.Errorf("completion of an unknown QP: %+v", c)
 	}

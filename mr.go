@@ -2,9 +2,7 @@ package iwarp
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
-	"fmt"
 
 	"github.com/goiwarp/iwarp/internal/mem"
 )
@@ -32,12 +30,6 @@ const (
 
 // String lists the rights.
 func (a Access) String() string { return mem.Access(a).String() }
-
-// Errors of memory registration.
-var (
-	ErrInvalidBuffer = errors.New("iwarp: invalid buffer")
-	ErrRange         = errors.New("iwarp: offset and length outside the memory region")
-)
 
 // MR is a registered memory region: a []byte the caller owns, exposed to
 // the RNIC (and, with remote access, to peers) under an STag. The caller
@@ -90,8 +82,13 @@ func (mr *MR) RemoteSlice(off, n int) (RemoteBuffer, error) {
 	return RemoteBuffer{STag: mr.STag(), TO: mr.TO() + uint64(off), Len: uint32(n)}, nil
 }
 
-// SGE returns a scatter/gather element for n bytes at offset off.
-func (mr *MR) SGE(off, n int) SGE { return SGE{MR: mr, Offset: off, Length: n} }
+// SGE returns a scatter/gather element for n bytes at offset off, under
+// the region's current STag (after a Rekey, make new ones: a post refuses
+// the old STag). Whether off and n lie in the region is checked when the
+// SGE is posted.
+func (mr *MR) SGE(off, n int) SGE {
+	return SGE{STag: mr.STag(), Offset: uint64(off), Length: uint32(n)}
+}
 
 // Deregister invalidates the STag at once for new arrivals, waits until no
 // placement into the buffer is in flight (bounded by ctx), and frees the
@@ -127,46 +124,3 @@ func (mr *MR) Valid() bool { return mr.r.Valid() }
 // Close deregisters the region, waiting as long as a placement into it is
 // in flight (see Deregister).
 func (mr *MR) Close() error { return mr.Deregister(context.Background()) }
-
-// RemoteBuffer names a peer's registered memory: what a peer advertises so
-// that one-sided operations can target it.
-type RemoteBuffer struct {
-	STag uint32
-	TO   uint64
-	Len  uint32
-}
-
-// RemoteBufferLen is the length of a RemoteBuffer's binary encoding.
-const RemoteBufferLen = 16
-
-// AppendBinary appends the 16-byte encoding: TO, STag and length,
-// big-endian (the layout rping's buffer advertisements use).
-func (b RemoteBuffer) AppendBinary(dst []byte) ([]byte, error) {
-	dst = binary.BigEndian.AppendUint64(dst, b.TO)
-	dst = binary.BigEndian.AppendUint32(dst, b.STag)
-	return binary.BigEndian.AppendUint32(dst, b.Len), nil
-}
-
-// MarshalBinary returns the 16-byte encoding.
-func (b RemoteBuffer) MarshalBinary() ([]byte, error) {
-	return b.AppendBinary(make([]byte, 0, RemoteBufferLen))
-}
-
-// UnmarshalBinary decodes the 16-byte encoding.
-func (b *RemoteBuffer) UnmarshalBinary(p []byte) error {
-	if len(p) != RemoteBufferLen {
-		return fmt.Errorf("iwarp: remote buffer encoding is %d bytes, want %d", len(p), RemoteBufferLen)
-	}
-	b.TO = binary.BigEndian.Uint64(p)
-	b.STag = binary.BigEndian.Uint32(p[8:])
-	b.Len = binary.BigEndian.Uint32(p[12:])
-	return nil
-}
-
-// Slice returns n bytes at offset off of b.
-func (b RemoteBuffer) Slice(off, n uint32) (RemoteBuffer, error) {
-	if off > b.Len || b.Len-off < n {
-		return RemoteBuffer{}, ErrRange
-	}
-	return RemoteBuffer{STag: b.STag, TO: b.TO + uint64(off), Len: n}, nil
-}

@@ -88,7 +88,7 @@ func (d *netnsDir) writeRead(ctx context.Context, seq, n int) error {
 		return err
 	}
 	clear(d.kbuf.bytes()[:n])
-	if err := d.from.qp.Read(ctx, d.sink.SGE(0, n), remote); err != nil {
+	if err := d.from.qp.Read(ctx, remote, d.sink.SGE(0, n)); err != nil {
 		return err
 	}
 	d.bytesMoved += 2 * int64(n)

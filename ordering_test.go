@@ -192,7 +192,7 @@ func TestOrderingImmediateDataInPostingOrderAfterWrites(t *testing.T) {
 		iwarp.SendWR{ID: 3, Op: iwarp.OpImmediate, Immediate: 0x1001},
 		iwarp.SendWR{ID: 4, Op: iwarp.OpWrite, SGL: []iwarp.SGE{srcs[1].SGE(0, wlen)}, Remote: mrs[1].Remote()},
 		iwarp.SendWR{ID: 5, Op: iwarp.OpSend, SGL: []iwarp.SGE{m2.SGE(0, len(msg2))}},
-		iwarp.SendWR{ID: 6, Op: iwarp.OpWriteWithImmediate, SGL: []iwarp.SGE{srcs[2].SGE(0, wlen)}, Remote: mrs[2].Remote(), Immediate: 0x1002},
+		iwarp.SendWR{ID: 6, Op: iwarp.OpWrite, Flags: iwarp.WithImmediate, SGL: []iwarp.SGE{srcs[2].SGE(0, wlen)}, Remote: mrs[2].Remote(), Immediate: 0x1002},
 		iwarp.SendWR{ID: 7, Op: iwarp.OpImmediate, Flags: iwarp.Signaled | iwarp.Solicited, Immediate: 0x1003},
 	); err != nil {
 		t.Fatal(err)
@@ -328,7 +328,7 @@ func TestWriteWithImmediateNoReceiveIsFatal(t *testing.T) {
 		src[i] = byte(i*13 + 1)
 	}
 	smr, _ := a.pd.RegisterMemory(src, 0)
-	if err := a.qp.PostSend(iwarp.SendWR{ID: 1, Op: iwarp.OpWriteWithImmediate, Flags: iwarp.Signaled,
+	if err := a.qp.PostSend(iwarp.SendWR{ID: 1, Op: iwarp.OpWrite, Flags: iwarp.WithImmediate|iwarp.Signaled,
 		SGL: []iwarp.SGE{smr.SGE(0, len(src))}, Remote: dmr.Remote(), Immediate: 77}); err != nil {
 		t.Fatal(err)
 	}

@@ -66,13 +66,6 @@ type QP struct {
 
 	amu   sync.Mutex // guards attrs
 	attrs QPAttributes
-	// mu guards the post scratch buffers. The engine may tear the QP down
-	// inside a post (Device.qpDone runs then), so nothing that teardown
-	// takes may be taken under mu (attrs has its own lock).
-	mu  sync.Mutex
-	swr []rdmap.SendWR
-	rwr []rdmap.RecvWR
-	sge []rdmap.SGE
 
 	wmu     sync.Mutex // guards waiters
 	waiters []*verbs.Waiter
@@ -96,19 +89,6 @@ func (qp *QP) releaseListener() {
 		l.open.Add(-1)
 	}
 }
-
-// Errors of the QP API.
-var (
-	ErrInvalidConfig = errors.New("iwarp: invalid configuration")
-	ErrInvalidWR     = errors.New("iwarp: invalid work request")
-	ErrQueueFull     = errors.New("iwarp: work queue full")
-	ErrNotConnected  = errors.New("iwarp: queue pair not connected")
-	// ErrNotSupportedByPeer: the operation needs an RDMAP extension (RFC
-	// 7306) that the peer did not agree to in the MPA startup (or was not
-	// declared to support with ConnOptions.PeerExtensions); nothing was
-	// sent.
-	ErrNotSupportedByPeer = errors.New("iwarp: operation not supported by the peer")
-)
 
 // NewQP creates a queue pair in state StateIdle. Post receives before
 // connecting if the peer may Send at once.
@@ -237,118 +217,20 @@ func (qp *QP) Attributes() QPAttributes {
 
 // PostSend queues send work requests, in order. It returns at once; the
 // work is transmitted by the QP, and each WR completes on the send CQ (if
-// Signaled, or on failure). On error, the WRs before the failing one were
-// posted and the rest were not.
+// Signaled, or on failure). Each SGE's STag must be the current STag of a
+// region of the QP's PD that covers its bytes (MR.SGE makes one). On
+// error, the WRs before the failing one were posted and the rest were not.
 func (qp *QP) PostSend(wrs ...SendWR) error {
-	qp.mu.Lock()
-	defer qp.mu.Unlock()
-	ewrs, err := qp.convertSends(wrs)
-	if err != nil {
-		return err
-	}
-	_, err = qp.e.PostSend(ewrs)
-	return qp.postError(err)
+	_, err := qp.e.PostSend(wrs)
+	return postError(err)
 }
 
-// convertSends converts send WRs into the engine's form in the QP's
-// scratch buffers (qp.mu held).
-func (qp *QP) convertSends(wrs []SendWR) ([]rdmap.SendWR, error) {
-	var err error
-	qp.swr, qp.sge, err = convertSends(qp.pd, wrs, qp.swr[:0], qp.sge[:0])
-	return qp.swr, err
-}
+// Num returns the QP's number: unique among its Device's QPs, and the
+// QPNum of its completions.
+func (qp *QP) Num() uint32 { return qp.e.Num() }
 
-// convertSends converts send WRs into the engine's form, appending to the
-// caller's slices.
-func convertSends(pd *PD, wrs []SendWR, swr []rdmap.SendWR, sge []rdmap.SGE) ([]rdmap.SendWR, []rdmap.SGE, error) {
-	for i := range wrs {
-		wr := &wrs[i]
-		op, ok := toEngineOp(wr.Op, wr.Flags)
-		if !ok {
-			return swr, sge, fmt.Errorf("%w: send WR %d: opcode %v", ErrInvalidWR, i, wr.Op)
-		}
-		start := len(sge)
-		for j := range wr.SGL {
-			s := &wr.SGL[j]
-			if s.MR == nil || s.MR.pd != pd || s.Offset < 0 || s.Length < 0 || s.Offset > s.MR.Len() || s.MR.Len()-s.Offset < s.Length {
-				return swr, sge, fmt.Errorf("%w: send WR %d: SGE %d outside its region or of another PD", ErrInvalidWR, i, j)
-			}
-			sge = append(sge, rdmap.SGE{Region: s.MR.r, Off: uint64(s.Offset), Len: uint32(s.Length)})
-		}
-		var f rdmap.Flags
-		if wr.Flags&Signaled != 0 {
-			f |= rdmap.Signaled
-		}
-		if wr.Flags&Fence != 0 {
-			f |= rdmap.Fence
-		}
-		if wr.Flags&Inline != 0 {
-			f |= rdmap.Inline
-		}
-		ewr := rdmap.SendWR{
-			ID: wr.ID, Op: op, Flags: f, SGL: sge[start:len(sge):len(sge)],
-			RemoteSTag: wr.Remote.STag, RemoteTO: wr.Remote.TO, InvSTag: wr.InvalidateSTag,
-			Imm: wr.Immediate,
-		}
-		switch wr.Op {
-		case OpFetchAdd:
-			ewr.Data, ewr.Mask = wr.Add, wr.AddMask
-		case OpCompareSwap:
-			ewr.Data, ewr.Mask, ewr.Compare, ewr.CompareMask = wr.Swap, wr.SwapMask, wr.Compare, wr.CompareMask
-		}
-		swr = append(swr, ewr)
-	}
-	return swr, sge, nil
-}
-
-// toEngineOp maps an opcode and its Solicited flag to the engine's
-// operation.
-func toEngineOp(op Opcode, f SendFlags) (rdmap.Op, bool) {
-	se := f&Solicited != 0
-	switch {
-	case op == OpSend && se:
-		return rdmap.OpSendSE, true
-	case op == OpSend:
-		return rdmap.OpSend, true
-	case op == OpSendInvalidate && se:
-		return rdmap.OpSendSEInv, true
-	case op == OpSendInvalidate:
-		return rdmap.OpSendInv, true
-	case op == OpWrite:
-		return rdmap.OpWrite, true
-	case op == OpRead:
-		return rdmap.OpRead, true
-	case op == OpSendWithImmediate && se:
-		return rdmap.OpSendSEImm, true
-	case op == OpSendWithImmediate:
-		return rdmap.OpSendImm, true
-	case op == OpSendInvalidateWithImmediate && se:
-		return rdmap.OpSendSEInvImm, true
-	case op == OpSendInvalidateWithImmediate:
-		return rdmap.OpSendInvImm, true
-	case op == OpReadV2:
-		return rdmap.OpReadV2, true
-	case op == OpLocalInvalidate:
-		return rdmap.OpLocalInv, true
-	case op == OpReadWithInvalidate:
-		return rdmap.OpReadInv, true
-	case op == OpFetchAdd:
-		return rdmap.OpFetchAdd, true
-	case op == OpCompareSwap:
-		return rdmap.OpCmpSwap, true
-	case op == OpImmediate && se:
-		return rdmap.OpImmediateSE, true
-	case op == OpImmediate:
-		return rdmap.OpImmediate, true
-	case op == OpWriteWithImmediate && se:
-		return rdmap.OpWriteImmSE, true
-	case op == OpWriteWithImmediate:
-		return rdmap.OpWriteImm, true
-	}
-	return 0, false
-}
-
-func (qp *QP) postError(err error) error {
+// postError converts an error of a post into the API's.
+func postError(err error) error {
 	switch {
 	case err == nil:
 		return nil
@@ -356,7 +238,7 @@ func (qp *QP) postError(err error) error {
 		return wrapAs(ErrQueueFull, err)
 	case errors.Is(err, verbs.ErrNotConnected):
 		return wrapAs(ErrNotConnected, err)
-	case errors.Is(err, rdmap.ErrQPState):
+	case errors.Is(err, rdmap.ErrQPState), errors.Is(err, rdmap.ErrLocallyClosed):
 		return wrapEngineError(err)
 	case errors.Is(err, rdmap.ErrNotSupportedByPeer):
 		return wrapAs(ErrNotSupportedByPeer, err)
@@ -369,15 +251,8 @@ func (qp *QP) postError(err error) error {
 // is fatal to the connection (there is no retry): keep receives posted
 // ahead of the peer's Sends (docs/semantics.md).
 func (qp *QP) PostRecv(wrs ...RecvWR) error {
-	qp.mu.Lock()
-	defer qp.mu.Unlock()
-	var err error
-	qp.rwr, qp.sge, err = convertRecvs(qp.pd, wrs, qp.rwr[:0], qp.sge[:0])
-	if err != nil {
-		return err
-	}
-	_, err = qp.e.PostRecv(qp.rwr)
-	return qp.postError(err)
+	_, err := qp.e.PostRecv(wrs)
+	return postError(err)
 }
 
 // start hands an established MPA connection to the engine.
@@ -440,22 +315,4 @@ func (qp *QP) Close() error {
 	qp.releaseListener()
 	qp.forget()
 	return err
-}
-
-// convertRecvs converts receive WRs into the engine's form, appending to
-// the caller's scratch slices (no allocation once they are large enough).
-func convertRecvs(pd *PD, wrs []RecvWR, rwr []rdmap.RecvWR, sge []rdmap.SGE) ([]rdmap.RecvWR, []rdmap.SGE, error) {
-	for i := range wrs {
-		wr := &wrs[i]
-		start := len(sge)
-		for j := range wr.SGL {
-			s := &wr.SGL[j]
-			if s.MR == nil || s.MR.pd != pd || s.Offset < 0 || s.Length < 0 || s.Offset > s.MR.Len() || s.MR.Len()-s.Offset < s.Length {
-				return rwr, sge, fmt.Errorf("%w: recv WR %d: SGE %d outside its region or of another PD", ErrInvalidWR, i, j)
-			}
-			sge = append(sge, rdmap.SGE{Region: s.MR.r, Off: uint64(s.Offset), Len: uint32(s.Length)})
-		}
-		rwr = append(rwr, rdmap.RecvWR{ID: wr.ID, SGL: sge[start:len(sge):len(sge)]})
-	}
-	return rwr, sge, nil
 }

@@ -70,7 +70,7 @@ func TestConcurrentWaitersStress(t *testing.T) {
 						errc <- rerr
 						return
 					}
-					if err = a.qp.Read(ctx, sink.SGE(0, 512), remote); err == nil {
+					if err = a.qp.Read(ctx, remote, sink.SGE(0, 512)); err == nil {
 						if got := sink.Bytes(); string(got) != string(pattern[off:off+512]) {
 							err = errors.New("a Read placed the wrong bytes")
 						}

@@ -80,7 +80,7 @@ func TestSemanticsReadSourceWrittenBeforeRegistration(t *testing.T) {
 	smr, _ := b.pd.RegisterMemory(src, iwarp.AccessRemoteRead)
 	sink := make([]byte, len(src))
 	kmr, _ := a.pd.RegisterMemory(sink, iwarp.AccessLocalWrite)
-	if err := a.qp.Read(ctx, kmr.SGE(0, len(sink)), smr.Remote()); err != nil {
+	if err := a.qp.Read(ctx, smr.Remote(), kmr.SGE(0, len(sink))); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(sink, src) {
@@ -117,7 +117,7 @@ func TestSemanticsReadAfterWriteProvesPlacement(t *testing.T) {
 	if err := a.qp.PostSend(iwarp.SendWR{ID: 1, Op: iwarp.OpWrite, SGL: []iwarp.SGE{smr.SGE(0, 4096)}, Remote: tmr.Remote()}); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.qp.Read(ctx, kmr.SGE(0, 4096), tmr.Remote()); err != nil {
+	if err := a.qp.Read(ctx, tmr.Remote(), kmr.SGE(0, 4096)); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(back, src) {
@@ -150,12 +150,12 @@ func TestSemanticsCancelLeavesWRInFlight(t *testing.T) {
 	sink, _ := a.pd.RegisterMemory(make([]byte, len(big)), iwarp.AccessLocalWrite)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err := a.qp.Read(ctx, sink.SGE(0, len(big)), src.Remote())
+	err := a.qp.Read(ctx, src.Remote(), sink.SGE(0, len(big)))
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v", err)
 	}
 	// A later operation's completion proves the Read completed first.
-	if err := a.qp.Read(ctx10(t), sink.SGE(0, 1), src.Remote()); err != nil {
+	if err := a.qp.Read(ctx10(t), src.Remote(), sink.SGE(0, 1)); err != nil {
 		t.Fatal(err)
 	}
 }

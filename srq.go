@@ -3,7 +3,6 @@ package iwarp
 import (
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/goiwarp/iwarp/internal/rdmap"
 	"github.com/goiwarp/iwarp/internal/verbs"
@@ -17,10 +16,6 @@ import (
 type SRQ struct {
 	pd *PD
 	e  *verbs.SRQ
-
-	mu  sync.Mutex // guards the post scratch buffers
-	rwr []rdmap.RecvWR
-	sge []rdmap.SGE
 }
 
 // SRQConfig is the shape of a shared receive queue.
@@ -46,7 +41,7 @@ func (pd *PD) NewSRQ(cfg *SRQConfig) (*SRQ, error) {
 	if c.Depth < 1 || c.Depth > maxQueueDepth || c.MaxSGE < 1 || c.MaxSGE > maxSGE {
 		return nil, fmt.Errorf("%w: SRQ depth %d, MaxSGE %d", ErrInvalidConfig, c.Depth, c.MaxSGE)
 	}
-	e, err := verbs.NewSRQ(c.Depth, c.MaxSGE)
+	e, err := verbs.NewSRQ(c.Depth, c.MaxSGE, pd.dev.table, pd.id)
 	if err != nil {
 		return nil, wrapAs(ErrInvalidConfig, err)
 	}
@@ -58,14 +53,7 @@ func (pd *PD) NewSRQ(cfg *SRQConfig) (*SRQ, error) {
 // PostRecv posts receives to the SRQ, in order; on error the receives
 // before the failing one were posted.
 func (s *SRQ) PostRecv(wrs ...RecvWR) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var err error
-	s.rwr, s.sge, err = convertRecvs(s.pd, wrs, s.rwr[:0], s.sge[:0])
-	if err != nil {
-		return err
-	}
-	if _, err := s.e.PostRecv(s.rwr); err != nil {
+	if _, err := s.e.PostRecv(wrs); err != nil {
 		if errors.Is(err, rdmap.ErrRQFull) {
 			return wrapAs(ErrQueueFull, err)
 		}

@@ -45,14 +45,14 @@ func TestSRQSharedByQPs(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, err := servers[0].cq.Next(ctx)
-	if err != nil || c.ID != 100 || c.Len != 10 || c.QP != servers[0].qp {
+	if err != nil || c.ID != 100 || c.Len != 10 || c.QPNum != servers[0].qp.Num() {
 		t.Fatalf("first receive %+v %v", c, err)
 	}
-	if err := clients[1].qp.SendImmediate(ctx, 0xabcdef, false); err != nil {
+	if err := clients[1].qp.ImmediateData(ctx, 0xabcdef, 0); err != nil {
 		t.Fatal(err)
 	}
 	c, err = servers[1].cq.Next(ctx)
-	if err != nil || c.ID != 101 || !c.HasImmediate || c.Immediate != 0xabcdef || c.QP != servers[1].qp {
+	if err != nil || c.ID != 101 || !c.HasImmediate || c.Immediate != 0xabcdef || c.QPNum != servers[1].qp.Num() {
 		t.Fatalf("Immediate Data through the SRQ %+v %v", c, err)
 	}
 	if srq.Posted() != 4 {

@@ -139,7 +139,7 @@ func TestV2Negotiation(t *testing.T) {
 			if !r.v2 && !errors.Is(err, iwarp.ErrNotSupportedByPeer) {
 				t.Fatalf("ReadV2 without V2: %v", err)
 			}
-			if err := a.qp.Read(ctx, sink.SGE(0, 8), src.Remote()); err != nil {
+			if err := a.qp.Read(ctx, src.Remote(), sink.SGE(0, 8)); err != nil {
 				t.Fatal(err) // RFC 5040 Read works either way (under RV=2 when agreed)
 			}
 			if err := a.qp.Disconnect(ctx); err != nil {
@@ -189,7 +189,7 @@ func TestV2MixedTraffic(t *testing.T) {
 	wrs := []iwarp.SendWR{
 		{ID: 1, Op: iwarp.OpReadV2, SGL: []iwarp.SGE{sink.SGE(0, 512), sink.SGE(600, 512)}, Remote: data},
 		{ID: 2, Op: iwarp.OpFetchAdd, SGL: []iwarp.SGE{res.SGE(0, 8)}, Remote: word, Add: 5},
-		{ID: 3, Op: iwarp.OpSendWithImmediate, SGL: []iwarp.SGE{src.SGE(0, 16)}, Immediate: 3},
+		{ID: 3, Op: iwarp.OpSend, Flags: iwarp.WithImmediate, SGL: []iwarp.SGE{src.SGE(0, 16)}, Immediate: 3},
 		{ID: 4, Op: iwarp.OpWrite, SGL: []iwarp.SGE{src.SGE(0, 256)}, Remote: data},
 		{ID: 5, Op: iwarp.OpReadV2, SGL: []iwarp.SGE{sink.SGE(2048, 1024)}, Remote: data},
 		{ID: 6, Op: iwarp.OpCompareSwap, SGL: []iwarp.SGE{res.SGE(8, 8)}, Remote: word, Compare: 5, CompareMask: ^uint64(0), Swap: 9, SwapMask: ^uint64(0)},

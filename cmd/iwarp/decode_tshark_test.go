@@ -614,7 +614,7 @@ func markerCapture(t *testing.T) string {
 		remote, err = rmr.RemoteSlice(0, nr)
 		must(err)
 		clear(sink)
-		must(ini.qp.Read(ctx, kmr.SGE(0, nr), remote))
+		must(ini.qp.Read(ctx, remote, kmr.SGE(0, nr)))
 		if nr <= nw && !bytes.Equal(sink[:nr], src[:nr]) {
 			t.Fatalf("round %d: the %d bytes read back differ", round, nr)
 		}

@@ -32,7 +32,7 @@ func demoSendInvalidate(ctx context.Context, from, to *demoSide, n int) (time.Du
 	}
 	stag := exposed.STag()
 	return t.run(ctx, func() error {
-		if _, err := from.qp.Do(ctx, iwarp.SendWR{Op: iwarp.OpSendInvalidate, InvalidateSTag: stag, SGL: []iwarp.SGE{t.src.SGE(0, n)}}); err != nil {
+		if _, err := from.qp.Do(ctx, iwarp.SendWR{Op: iwarp.OpSend, Flags: iwarp.Invalidate, InvalidateSTag: stag, SGL: []iwarp.SGE{t.src.SGE(0, n)}}); err != nil {
 			return err
 		}
 		c, err := nextRecv(ctx, to, n, nil)
@@ -81,7 +81,7 @@ func demoLocalInvalidate(e *demoEnv) (time.Duration, error) {
 	if err != nil {
 		return d, err
 	}
-	if err := e.init.qp.Read(e.ctx, t.dst.SGE(0, n), remote); err != nil {
+	if err := e.init.qp.Read(e.ctx, remote, t.dst.SGE(0, n)); err != nil {
 		return d, fmt.Errorf("the Read through the new STag: %w", err)
 	}
 	return d, t.verify()
@@ -100,7 +100,7 @@ func demoReadInvalidate(ctx context.Context, from, to *demoSide, n int) (time.Du
 		return 0, err
 	}
 	return t.run(ctx, func() error {
-		c, err := from.qp.Do(ctx, iwarp.SendWR{Op: iwarp.OpReadWithInvalidate, SGL: []iwarp.SGE{t.dst.SGE(0, n)}, Remote: remote})
+		c, err := from.qp.Do(ctx, iwarp.SendWR{Op: iwarp.OpRead, Flags: iwarp.Invalidate, SGL: []iwarp.SGE{t.dst.SGE(0, n)}, Remote: remote})
 		switch {
 		case err != nil:
 			return err
@@ -214,7 +214,7 @@ func demoSRQ(e *demoEnv, n int) (time.Duration, error) {
 		if err != nil {
 			return time.Since(start), err
 		}
-		if c.ID != uint64(i) || c.QP != to.qp {
+		if c.ID != uint64(i) || c.QPNum != to.qp.Num() {
 			return time.Since(start), fmt.Errorf("the Send of message %d took receive %d, or completed on another QP's CQ", i, c.ID)
 		}
 	}

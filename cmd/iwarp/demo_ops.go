@@ -180,7 +180,7 @@ func demoRead(ctx context.Context, from, to *demoSide, n int) (time.Duration, er
 	if err != nil {
 		return 0, err
 	}
-	return t.run(ctx, func() error { return from.qp.Read(ctx, t.dst.SGE(0, n), remote) })
+	return t.run(ctx, func() error { return from.qp.Read(ctx, remote, t.dst.SGE(0, n)) })
 }
 
 // demoReadV2 reads n bytes with RDMA Read V2 into a sink of two SGEs.
@@ -210,7 +210,7 @@ func demoImmediate(ctx context.Context, from, to *demoSide) (time.Duration, erro
 	}
 	imm := uint64(0xc0ffee0001020304)
 	return t.run(ctx, func() error {
-		if err := from.qp.SendImmediate(ctx, imm, true); err != nil {
+		if err := from.qp.ImmediateData(ctx, imm, iwarp.Solicited); err != nil {
 			return err
 		}
 		c, err := nextRecv(ctx, to, 0, &imm)

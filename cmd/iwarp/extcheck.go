@@ -140,7 +140,7 @@ func extNoExt(ctx context.Context, addr string, w io.Writer) error {
 	}{
 		{"FetchAdd", func() error { _, err := e.qp.FetchAdd(ctx, remote, 1); return err }},
 		{"CompareSwap", func() error { _, err := e.qp.CompareSwap(ctx, remote, 0, 1); return err }},
-		{"SendImmediate", func() error { return e.qp.SendImmediate(ctx, 7, false) }},
+		{"ImmediateData", func() error { return e.qp.ImmediateData(ctx, 7, 0) }},
 		{"WriteWithImmediate", func() error { return e.qp.WriteWithImmediate(ctx, remote, 7, e.buf.SGE(0, 8)) }},
 	}
 	for _, c := range calls {

@@ -93,7 +93,7 @@ func dialServeWriteRead(ctx context.Context, t *testing.T, addr, data string) (*
 		t.Fatal(err)
 	}
 	sink, _ := pd.RegisterMemory(make([]byte, len(data)), iwarp.AccessLocalWrite)
-	if err := qp.Read(ctx, sink.SGE(0, len(data)), remote); err != nil || string(sink.Bytes()) != data {
+	if err := qp.Read(ctx, remote, sink.SGE(0, len(data))); err != nil || string(sink.Bytes()) != data {
 		t.Fatalf("read back %q, %v", sink.Bytes(), err)
 	}
 	return qp, remote, src

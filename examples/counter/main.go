@@ -352,7 +352,7 @@ func runClient(ctx context.Context, addr string, n int) error {
 				break
 			}
 		}
-		if err := qp.Read(ctx, localMR.SGE(0, 8), guarded); err != nil {
+		if err := qp.Read(ctx, guarded, localMR.SGE(0, 8)); err != nil {
 			return fmt.Errorf("read: %w", err)
 		}
 		binary.LittleEndian.PutUint64(local, binary.LittleEndian.Uint64(local)+1)

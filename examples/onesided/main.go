@@ -229,7 +229,7 @@ func (c *kvClient) get(ctx context.Context, key string) (value string, found boo
 		if err != nil {
 			return "", false, reads, err
 		}
-		if err := c.qp.Read(ctx, c.entry.SGE(0, entrySize), remote); err != nil {
+		if err := c.qp.Read(ctx, remote, c.entry.SGE(0, entrySize)); err != nil {
 			return "", false, reads, err
 		}
 		reads++
@@ -275,7 +275,7 @@ func client(ctx context.Context, addr string, keys int, stdout io.Writer) ([]byt
 	if err != nil {
 		return nil, err
 	}
-	if err := qp.Read(ctx, localMR.SGE(0, len(greeting)), shared); err != nil {
+	if err := qp.Read(ctx, shared, localMR.SGE(0, len(greeting))); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(stdout, "client: RDMA Read of the shared buffer: %q\n", local[:len(greeting)])
@@ -295,7 +295,7 @@ func client(ctx context.Context, addr string, keys int, stdout io.Writer) ([]byt
 	if err != nil {
 		return nil, err
 	}
-	if err := qp.Read(ctx, backMR.SGE(0, len(back)), shared); err != nil {
+	if err := qp.Read(ctx, shared, backMR.SGE(0, len(back))); err != nil {
 		return nil, err
 	}
 	if !bytes.Equal(back, local) {

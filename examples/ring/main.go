@@ -237,7 +237,7 @@ func receive(ctx context.Context, ln *iwarp.Listener, cfg config) (int, error) {
 			return creditMsgs, err
 		}
 		if freed++; freed == cfg.batch || seq == cfg.messages-1 {
-			if err := qp.SendImmediate(ctx, uint64(freed), false); err != nil {
+			if err := qp.ImmediateData(ctx, uint64(freed), 0); err != nil {
 				return creditMsgs, err
 			}
 			creditMsgs++

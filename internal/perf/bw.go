@@ -92,9 +92,9 @@ func (ep *Endpoint) newBwQP(ctx context.Context, op Op, size, depth, slots int, 
 		case Send:
 			w.Op = iwarp.OpSend
 		case SendImm:
-			w.Op = iwarp.OpSendWithImmediate
+			w.Op, w.Flags = iwarp.OpSend, w.Flags|iwarp.WithImmediate
 		case WriteImm:
-			w.Op = iwarp.OpWriteWithImmediate
+			w.Op, w.Flags = iwarp.OpWrite, w.Flags|iwarp.WithImmediate
 		case Write:
 			w.Op = iwarp.OpWrite
 		case Read:

@@ -88,10 +88,10 @@ func (l *latQP) once(ctx context.Context) error {
 		return nil
 	case Write:
 		if err = qp.Write(ctx, remote, l.sge); err == nil {
-			err = qp.Read(ctx, l.sink8, remote)
+			err = qp.Read(ctx, remote, l.sink8)
 		}
 	case Read:
-		err = qp.Read(ctx, l.sge, remote)
+		err = qp.Read(ctx, remote, l.sge)
 	case ReadV2:
 		err = qp.ReadV2(ctx, remote, l.sge)
 	case FetchAdd:

@@ -71,7 +71,7 @@ func (ep *Endpoint) runRespLat(ctx context.Context, op Op, cfg *Config, prog *pr
 	var once func() error
 	switch op {
 	case Read:
-		once = func() error { return c.qp.Read(ctx, sink, c.remote) }
+		once = func() error { return c.qp.Read(ctx, c.remote, sink) }
 	case FetchAdd:
 		once = func() error {
 			_, err := c.qp.FetchAdd(ctx, c.remote, 1)

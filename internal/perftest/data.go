@@ -473,7 +473,7 @@ func (d *dataQP) readLat(ctx context.Context, rem record) (*result, error) {
 	start := time.Now()
 	for i := 0; i < d.cfg.Iters; i++ {
 		t := time.Now()
-		if err := d.qp.Read(ctx, d.buf.SGE(0, d.cfg.Size), remote); err != nil {
+		if err := d.qp.Read(ctx, remote, d.buf.SGE(0, d.cfg.Size)); err != nil {
 			return nil, fmt.Errorf("RDMA Read %d: %w", i+1, err)
 		}
 		samples = append(samples, time.Since(t))

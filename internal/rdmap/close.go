@@ -184,5 +184,5 @@ func (c *Core) flush() {
 
 // flushRecv reports a receive as flushed.
 func (c *Core) flushRecv(id, slot uint64) {
-	c.pushRecv(Completion{Queue: RecvQueue, ID: id, Op: OpRecv, Status: rdma.StatusFlushed, Err: c.err, Slot: slot}, nil)
+	c.pushRecv(Completion{Queue: RecvQueue, Slot: slot, Completion: rdma.Completion{ID: id, Op: rdma.OpRecv, Status: rdma.StatusFlushed, Err: c.err}}, nil)
 }

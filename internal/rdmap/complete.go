@@ -47,6 +47,7 @@ func (c *Core) drained(inv **mem.Invalidation) bool {
 // and after every atomic accepted before it ran.
 func (c *Core) pushRecv(comp Completion, inv *mem.Invalidation) {
 	c.progress++
+	comp.QPNum = c.cfg.QPNum
 	if inv != nil && inv.Drained() {
 		inv = nil
 	}
@@ -91,7 +92,7 @@ func (c *Core) stopDrains() {
 		if p := c.rcq.at(i); p.inv != nil {
 			p.inv = nil
 			c.deferred--
-			p.comp = Completion{Queue: RecvQueue, ID: p.comp.ID, Op: OpRecv, Status: rdma.StatusFlushed, Err: c.err, Slot: p.comp.Slot}
+			p.comp = Completion{Queue: RecvQueue, Slot: p.comp.Slot, Completion: rdma.Completion{ID: p.comp.ID, QPNum: c.cfg.QPNum, Op: rdma.OpRecv, Status: rdma.StatusFlushed, Err: c.err}}
 		}
 	}
 	c.advanceSQ()

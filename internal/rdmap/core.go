@@ -41,13 +41,15 @@ type RecvSource interface {
 	// (with the SGL) until the receive's completion has been consumed
 	// (Completion.Slot). ok is false when nothing is posted. Take must not
 	// block.
-	Take() (wr RecvWR, gens []mem.Gen, slot uint64, ok bool)
+	Take() (wr PostedRecv, gens []mem.Gen, slot uint64, ok bool)
 }
 
 // Config is the shape of one QP's core.
 type Config struct {
 	Table *mem.Table
 	PD    uint32
+	// QPNum is the QP's number, stamped on its completions.
+	QPNum uint32
 
 	SQDepth   int // send work requests outstanding at once
 	RQDepth   int // receive work requests posted at once (own receive queue only)
@@ -112,7 +114,7 @@ type Core struct {
 	// completed, slots not yet released; [sqDone, sqNext) started
 	// (transmitting, or awaiting a response); [sqNext, sqTail) waiting.
 	sq                             []sqEntry
-	sqSGE                          []SGE
+	sqSGE                          []Seg
 	sqGen                          []mem.Gen
 	sqInline                       []byte
 	sqFree, sqDone, sqNext, sqTail uint64
@@ -208,7 +210,7 @@ func New(cfg Config) (*Core, error) {
 	case cfg.OwnRecv != nil:
 		c.rq, c.recv = cfg.OwnRecv, cfg.OwnRecv
 	default:
-		c.rq = NewRecvRing(cfg.RQDepth, cfg.MaxSGE)
+		c.rq = NewRecvRing(cfg.RQDepth, cfg.MaxSGE, cfg.Table, cfg.PD)
 		c.recv = c.rq
 	}
 	c.tx.init(cfg, p)

@@ -32,12 +32,12 @@ func (c *Core) beginInvalidate(region *mem.Region, stag uint32) *mem.Invalidatio
 // invalidation drained.
 func (c *Core) localInvalidate(e *sqEntry) {
 	e.complete = true
-	region, why := c.cfg.Table.CheckLocalInvalidate(mem.STag(e.wr.InvSTag), c.cfg.PD)
+	region, why := c.cfg.Table.CheckLocalInvalidate(mem.STag(e.wr.InvalidateSTag), c.cfg.PD)
 	if why != mem.InvalidateOK {
 		e.status, e.err = rdma.StatusLocalProtection, fmt.Errorf("%w: %v", ErrLocalInvalidate, why)
 		return
 	}
-	c.waitFor(e, c.beginInvalidate(region, e.wr.InvSTag))
+	c.waitFor(e, c.beginInvalidate(region, e.wr.InvalidateSTag))
 }
 
 // waitFor makes e's completion wait for inv (nil: nothing).

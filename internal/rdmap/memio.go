@@ -14,7 +14,7 @@ import "github.com/goiwarp/iwarp/internal/mem"
 // copyFromSGL copies the SGL's bytes into dst (post time: the regions'
 // current generations), each SGE under a transient pin. It reports false
 // if a region is no longer valid.
-func copyFromSGL(dst []byte, sgl []SGE) bool {
+func copyFromSGL(dst []byte, sgl []Seg) bool {
 	off := 0
 	for i := range sgl {
 		s := &sgl[i]
@@ -32,7 +32,7 @@ func copyFromSGL(dst []byte, sgl []SGE) bool {
 // transient pin at its recorded generation. It reports false (having
 // copied into the SGEs before the failing one only) if a region is no
 // longer valid at it; the caller checked that src fits.
-func scatter(sgl []SGE, gens []mem.Gen, mo uint64, src []byte) bool {
+func scatter(sgl []Seg, gens []mem.Gen, mo uint64, src []byte) bool {
 	for i := range sgl {
 		if len(src) == 0 {
 			break
@@ -54,13 +54,13 @@ func scatter(sgl []SGE, gens []mem.Gen, mo uint64, src []byte) bool {
 }
 
 // sglFits reports whether n bytes at message offset mo fit in the SGL.
-func sglFits(sgl []SGE, mo, n uint64) bool {
+func sglFits(sgl []Seg, mo, n uint64) bool {
 	total := sglLen(sgl)
 	return mo <= total && n <= total-mo
 }
 
 // sglLen returns the SGL's total length.
-func sglLen(sgl []SGE) uint64 {
+func sglLen(sgl []Seg) uint64 {
 	var total uint64
 	for i := range sgl {
 		total += uint64(sgl[i].Len)
@@ -70,7 +70,7 @@ func sglLen(sgl []SGE) uint64 {
 
 // firstOf reports whether SGE i is the first of the SGL with its (region,
 // generation): leases are taken once per distinct pair.
-func firstOf(sgl []SGE, gens []mem.Gen, i int) bool {
+func firstOf(sgl []Seg, gens []mem.Gen, i int) bool {
 	for j := 0; j < i; j++ {
 		if sgl[j].Region == sgl[i].Region && gens[j] == gens[i] {
 			return false

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/goiwarp/iwarp/internal/mem"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // RecvRing is a ring of posted receives: the Core's own receive queue,
@@ -14,8 +15,10 @@ import (
 // advances over released slots only, and a CQ can never overrun
 // (docs/semantics.md rule 7). It is not safe for concurrent use.
 type RecvRing struct {
+	table  *mem.Table // resolves the receives' STags
+	pd     uint32     // the protection domain of their regions
 	ring   []rqEntry
-	sge    []SGE
+	sge    []Seg
 	gen    []mem.Gen
 	maxSGE int
 	depth  int // the capacity; ring grows to it (growRing)
@@ -24,16 +27,24 @@ type RecvRing struct {
 	free, head, tail uint64
 }
 
+// PostedRecv is a posted receive as the ring keeps it: its ID and its SGL
+// resolved (SGL points into the ring's Seg array).
+type PostedRecv struct {
+	ID  uint64
+	SGL []Seg
+}
+
 type rqEntry struct {
-	wr       RecvWR // SGL points into the queue's SGE array
+	wr       PostedRecv
 	gens     []mem.Gen
 	released bool
 }
 
 // NewRecvRing returns a receive queue of depth receives of up to maxSGE
-// elements each.
-func NewRecvRing(depth, maxSGE int) *RecvRing {
-	q := &RecvRing{maxSGE: maxSGE, depth: depth}
+// elements each, whose buffers are regions of table t in protection domain
+// pd.
+func NewRecvRing(depth, maxSGE int, t *mem.Table, pd uint32) *RecvRing {
+	q := &RecvRing{table: t, pd: pd, maxSGE: maxSGE, depth: depth}
 	q.alloc(min(rqInitial, depth))
 	return q
 }
@@ -46,7 +57,7 @@ const rqInitial = 4
 // alloc allocates n slots with their SGE and generation arrays.
 func (q *RecvRing) alloc(n int) {
 	q.ring = make([]rqEntry, n)
-	q.sge = make([]SGE, n*q.maxSGE)
+	q.sge = make([]Seg, n*q.maxSGE)
 	q.gen = make([]mem.Gen, n*q.maxSGE)
 }
 
@@ -77,7 +88,7 @@ func (q *RecvRing) grow() {
 // Post appends receives in order, recording each SGE's generation (the
 // receive may be used only while its regions stay at it); it stops at the
 // first that cannot be posted and returns how many were posted and why
-// the next failed (ErrRQFull, ErrTooManySGE, ErrBadSGE, ErrAccess).
+// the next failed (ErrRQFull, ErrTooManySGE, ErrBadSGE, ErrPD, ErrAccess).
 func (q *RecvRing) Post(wrs []RecvWR) (int, error) {
 	depth := uint64(q.depth)
 	for i := range wrs {
@@ -85,47 +96,48 @@ func (q *RecvRing) Post(wrs []RecvWR) (int, error) {
 		if q.tail-q.free >= depth {
 			return i, fmt.Errorf("recv WR %d (id %d): %w", i, wr.ID, ErrRQFull)
 		}
-		if err := q.check(wr); err != nil {
-			return i, fmt.Errorf("recv WR %d (id %d): %w", i, wr.ID, err)
+		if len(wr.SGL) > q.maxSGE {
+			return i, fmt.Errorf("recv WR %d (id %d): %w", i, wr.ID, ErrTooManySGE)
 		}
 		if q.tail-q.free >= uint64(len(q.ring)) {
 			q.grow()
 		}
 		slot := int(q.tail % uint64(len(q.ring)))
 		lo, hi := slot*q.maxSGE, slot*q.maxSGE+len(wr.SGL)
-		sgl := append(q.sge[lo:lo], wr.SGL...)
+		sgl, err := q.resolve(q.sge[lo:lo], wr.SGL)
+		if err != nil {
+			return i, fmt.Errorf("recv WR %d (id %d): %w", i, wr.ID, err)
+		}
 		gens := q.gen[lo:hi]
 		for j := range sgl {
 			gens[j] = sgl[j].Region.Gen()
 		}
-		q.ring[slot] = rqEntry{wr: RecvWR{ID: wr.ID, SGL: sgl}, gens: gens}
+		q.ring[slot] = rqEntry{wr: PostedRecv{ID: wr.ID, SGL: sgl}, gens: gens}
 		q.tail++
 	}
 	return len(wrs), nil
 }
 
-// check validates a receive WR locally.
-func (q *RecvRing) check(wr *RecvWR) error {
-	if len(wr.SGL) > q.maxSGE {
-		return ErrTooManySGE
+// resolve resolves a receive's SGL into dst: receive buffers need local
+// write access.
+func (q *RecvRing) resolve(dst []Seg, sgl []rdma.SGE) ([]Seg, error) {
+	dst, err := resolveSGL(q.table, q.pd, dst, sgl)
+	if err != nil {
+		return dst, err
 	}
-	for j := range wr.SGL {
-		s := &wr.SGL[j]
-		if s.Region == nil || s.bytes() == nil {
-			return ErrBadSGE
-		}
-		if !s.Region.Access().LocalWrite() {
-			return ErrAccess
+	for i := range dst {
+		if !dst[i].Region.Access().LocalWrite() {
+			return dst, ErrAccess
 		}
 	}
-	return nil
+	return dst, nil
 }
 
 // Take removes the oldest posted receive (RecvSource). Its SGL and gens
 // stay valid until Release(slot).
-func (q *RecvRing) Take() (RecvWR, []mem.Gen, uint64, bool) {
+func (q *RecvRing) Take() (PostedRecv, []mem.Gen, uint64, bool) {
 	if q.head == q.tail {
-		return RecvWR{}, nil, 0, false
+		return PostedRecv{}, nil, 0, false
 	}
 	slot := q.head
 	e := &q.ring[slot%uint64(len(q.ring))]

@@ -28,7 +28,7 @@ const (
 
 // recvInUse is a receive taken for a message being received.
 type recvInUse struct {
-	wr   RecvWR
+	wr   PostedRecv
 	gens []mem.Gen
 	slot uint64
 }
@@ -376,8 +376,8 @@ func (c *Core) failRecv() {
 		r = &rx.immRecv
 	}
 	if rx.sendActive || rx.immActive {
-		c.pushRecv(Completion{Queue: RecvQueue, ID: r.wr.ID, Op: OpRecv, Status: rdma.StatusLocalProtection,
-			Err: ErrLocalProtection, Slot: r.slot}, nil)
+		c.pushRecv(Completion{Queue: RecvQueue, Slot: r.slot, Completion: rdma.Completion{ID: r.wr.ID, Op: rdma.OpRecv,
+			Status: rdma.StatusLocalProtection, Err: ErrLocalProtection}}, nil)
 		rx.sendActive, rx.immActive = false, false
 	}
 	c.toError(ErrLocalProtection)

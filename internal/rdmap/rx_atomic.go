@@ -68,7 +68,7 @@ func (c *Core) rxAtomicResponse(h *wire.DDPHeader, body []byte, rest int) *Termi
 		return c.termDDP(errAtomicRespMSN)
 	}
 	e := c.oldestORQ()
-	if e == nil || !e.wr.Op.atomic() {
+	if e == nil || !atomic(&e.wr) {
 		return c.termDDP(ErrUnexpectedAtomicResponse)
 	}
 	if resp.RequestID != uint32(e.seq) {
@@ -87,8 +87,8 @@ func (c *Core) rxAtomicResponse(h *wire.DDPHeader, body []byte, rest int) *Termi
 func (c *Core) completeAtomic() {
 	e := c.oldestORQ()
 	e.original = c.rx.atomicOrig
-	if len(e.wr.SGL) == 1 {
-		s := &e.wr.SGL[0]
+	if len(e.sgl) == 1 {
+		s := &e.sgl[0]
 		if !s.Region.Pin(e.gens[0]) {
 			c.failWR(e)
 			return

@@ -42,7 +42,7 @@ func (c *Core) placeRemote(dst []byte, region *mem.Region, g mem.Gen) {
 // message offset mo (the caller checked that they fit), each SGE's piece
 // straight into its region. It reports false if a region is no longer
 // valid at the generation recorded (the WR failed, the QP went to ERROR).
-func (c *Core) placeSGL(sgl []SGE, gens []mem.Gen, mo uint64, n int, sink sinkKind) bool {
+func (c *Core) placeSGL(sgl []Seg, gens []mem.Gen, mo uint64, n int, sink sinkKind) bool {
 	rx := &c.rx
 	if n == 0 {
 		rx.d.Place(nil)

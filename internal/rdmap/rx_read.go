@@ -3,6 +3,7 @@ package rdmap
 import (
 	"github.com/goiwarp/iwarp/internal/mem"
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // The peer's Read Requests (RFC 5040 §5.2) and Read V2 Requests (V2 draft),
@@ -92,7 +93,7 @@ func (c *Core) rxReadV2Request(h *wire.DDPHeader, body []byte, rest int) *Termin
 func (c *Core) rxReadV2Response(h *wire.DDPHeader, payload int) *TerminateError {
 	rx := &c.rx
 	e := c.oldestORQ()
-	if e == nil || e.wr.Op != OpReadV2 {
+	if e == nil || e.wr.Op != rdma.OpReadV2 {
 		return c.termDDP(ErrUnexpectedReadResponse)
 	}
 	if h.MSN != rx.msn[wire.QNResponse] {
@@ -112,6 +113,6 @@ func (c *Core) rxReadV2Response(h *wire.DDPHeader, payload int) *TerminateError 
 	}
 	off := e.read
 	e.read += uint64(payload)
-	c.placeSGL(e.wr.SGL, e.gens, off, payload, sinkORQ)
+	c.placeSGL(e.sgl, e.gens, off, payload, sinkORQ)
 	return nil
 }

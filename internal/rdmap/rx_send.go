@@ -5,6 +5,7 @@ import (
 
 	"github.com/goiwarp/iwarp/internal/mem"
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // Untagged messages on QN 0: Sends (RFC 5040 §5.3, RFC 5041 §5.3), the V2
@@ -118,14 +119,13 @@ func (c *Core) rxImmediate(h *wire.DDPHeader, body []byte, rest int) *TerminateE
 func (c *Core) completeRecv(imm bool) {
 	rx := &c.rx
 	r := &rx.send
-	comp := Completion{Queue: RecvQueue, ID: r.wr.ID, Op: OpRecv, Len: uint32(rx.sendPlaced), Slot: r.slot}
+	comp := Completion{Queue: RecvQueue, Slot: r.slot, Completion: rdma.Completion{ID: r.wr.ID, Op: rdma.OpRecv, Len: int(rx.sendPlaced)}}
 	switch rx.sendOp {
 	case wire.OpSendSE, wire.OpSendSEInv, wire.OpSendSEImm, wire.OpSendSEInvImm:
-		comp.Flags |= Solicited
+		comp.Solicited = true
 	}
 	if imm {
-		comp.Flags |= HasImm
-		comp.Imm = rx.imm
+		comp.HasImmediate, comp.Immediate = true, rx.imm
 	}
 	rx.sendActive, rx.send = false, recvInUse{}
 	rx.msn[wire.QNSend]++
@@ -138,9 +138,9 @@ func (c *Core) completeRecv(imm bool) {
 func (c *Core) completeImmediate() {
 	rx := &c.rx
 	r := &rx.immRecv
-	comp := Completion{Queue: RecvQueue, ID: r.wr.ID, Op: OpRecv, Flags: HasImm, Imm: rx.imm, Slot: r.slot}
+	comp := Completion{Queue: RecvQueue, Slot: r.slot, Completion: rdma.Completion{ID: r.wr.ID, Op: rdma.OpRecv, HasImmediate: true, Immediate: rx.imm}}
 	if rx.immOp == wire.OpImmediateSE {
-		comp.Flags |= Solicited
+		comp.Solicited = true
 	}
 	if sglLen(r.wr.SGL) >= wire.ImmediateDataLen {
 		var v [wire.ImmediateDataLen]byte
@@ -183,8 +183,7 @@ func (c *Core) doSendInvalidate(comp *Completion) *mem.Invalidation {
 		return nil
 	}
 	inv := c.beginInvalidate(rx.invRegion, rx.invSTag)
-	comp.Flags |= Invalidated
-	comp.InvSTag = rx.invSTag
+	comp.Invalidated = rx.invSTag
 	rx.invRegion = nil
 	return inv
 }

@@ -3,6 +3,7 @@ package rdmap
 import (
 	"github.com/goiwarp/iwarp/internal/mem"
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // Tagged segments (RFC 5041 §5.2): RDMA Writes into this side's memory and
@@ -39,7 +40,7 @@ func (c *Core) oldestORQ() *sqEntry {
 func (c *Core) rxReadResponse(h *wire.DDPHeader, payload int) *TerminateError {
 	rx := &c.rx
 	e := c.oldestORQ()
-	if e == nil || !e.wr.Op.read() {
+	if e == nil || !read(&e.wr) {
 		// Nothing outstanding, or the oldest outstanding request is an
 		// atomic or a Read V2: its answer must come first (RFC 7306 §7).
 		return c.termDDP(ErrUnexpectedReadResponse)
@@ -64,7 +65,7 @@ func (c *Core) rxReadResponse(h *wire.DDPHeader, payload int) *TerminateError {
 	}
 	off := e.read
 	e.read += uint64(payload)
-	c.placeSGL(e.wr.SGL, e.gens, off, payload, sinkORQ)
+	c.placeSGL(e.sgl, e.gens, off, payload, sinkORQ)
 	return nil
 }
 
@@ -76,8 +77,8 @@ func (c *Core) completeRead() {
 	c.orq.pop()
 	e := c.entry(seq)
 	e.complete = true
-	if e.wr.Op == OpReadInv && len(e.wr.SGL) == 1 {
-		c.waitFor(e, c.beginInvalidate(e.wr.SGL[0].Region, e.sinkSTag))
+	if e.wr.Op == rdma.OpRead && e.wr.Flags&rdma.Invalidate != 0 && len(e.sgl) == 1 {
+		c.waitFor(e, c.beginInvalidate(e.sgl[0].Region, e.sinkSTag))
 	}
 	c.advanceSQ()
 }

@@ -8,8 +8,9 @@ import (
 // sqEntry is one send work request, from PostSend until its slot is
 // released.
 type sqEntry struct {
-	wr   SendWR    // SGL points into Core.sqSGE
-	gens []mem.Gen // gens[i]: wr.SGL[i].Region's generation at post time
+	wr   SendWR    // as posted, without its SGL (nil): sgl is the resolved copy
+	sgl  []Seg     // the SGL resolved at post time; points into Core.sqSGE
+	gens []mem.Gen // gens[i]: sgl[i].Region's generation at post time
 	seq  uint64
 
 	complete bool
@@ -45,13 +46,13 @@ func (c *Core) advanceSQ() {
 		}
 		c.sqDone++
 		c.progress++
-		signaled := e.wr.Flags&Signaled != 0
+		signaled := e.wr.Flags&rdma.Signaled != 0
 		if !signaled && e.status == rdma.StatusSuccess {
 			continue
 		}
-		comp := Completion{Queue: SendQueue, ID: e.wr.ID, Status: e.status, Op: e.wr.Op, Len: uint32(e.size),
-			Err: e.err, Original: e.original, Signaled: signaled, Slot: e.seq}
-		if e.wr.Op.atomic() {
+		comp := Completion{Queue: SendQueue, Signaled: signaled, Slot: e.seq, Completion: rdma.Completion{
+			ID: e.wr.ID, QPNum: c.cfg.QPNum, Status: e.status, Op: e.wr.Op, Len: int(e.size), Err: e.err, Original: e.original}}
+		if atomic(&e.wr) {
 			comp.Len = 8
 		}
 		e.cqe = true
@@ -109,7 +110,7 @@ const sqInitial = 4
 // inline arrays.
 func (c *Core) newSQ(n int) {
 	c.sq = make([]sqEntry, n)
-	c.sqSGE = make([]SGE, n*c.cfg.MaxSGE)
+	c.sqSGE = make([]Seg, n*c.cfg.MaxSGE)
 	c.sqGen = make([]mem.Gen, n*c.cfg.MaxSGE)
 	c.sqInline = nil
 	if c.cfg.MaxInline > 0 {
@@ -137,9 +138,9 @@ func (c *Core) growSQ() {
 			e.inline = c.sqInline[lo : lo+len(o.inline)]
 			copy(e.inline, o.inline)
 		}
-		if o.wr.SGL != nil {
+		if o.sgl != nil {
 			lo := slot * c.cfg.MaxSGE
-			e.wr.SGL = append(c.sqSGE[lo:lo], o.wr.SGL...)
+			e.sgl = append(c.sqSGE[lo:lo], o.sgl...)
 		}
 		if o.gens != nil {
 			lo := slot * c.cfg.MaxSGE

@@ -215,10 +215,10 @@ func (c *Core) WantTx() bool {
 		return false
 	}
 	e := c.entry(c.sqNext)
-	if e.wr.Flags&Fence != 0 && c.orq.len() > 0 {
+	if e.wr.Flags&rdma.Fence != 0 && c.orq.len() > 0 {
 		return false
 	}
-	return !e.wr.Op.outbound() || !c.orq.full()
+	return !outbound(&e.wr) || !c.orq.full()
 }
 
 // holding reports whether the MPA Responder rule holds the transmit path
@@ -273,10 +273,10 @@ func (c *Core) nextMsg() bool {
 		return false
 	}
 	e := c.entry(c.sqNext)
-	if e.wr.Flags&Fence != 0 && c.orq.len() > 0 {
+	if e.wr.Flags&rdma.Fence != 0 && c.orq.len() > 0 {
 		return false // waits for the earlier Reads and atomics to complete
 	}
-	if e.wr.Op.outbound() && c.orq.full() {
+	if outbound(&e.wr) && c.orq.full() {
 		if !e.stalled {
 			e.stalled = true
 			c.stats.ORDStalls++
@@ -284,7 +284,7 @@ func (c *Core) nextMsg() bool {
 		return false // ORD credits exhausted: queued locally
 	}
 	c.sqNext++
-	if e.wr.Op == OpLocalInv {
+	if e.wr.Op == rdma.OpLocalInvalidate {
 		c.localInvalidate(e)
 		c.advanceSQ()
 		return true
@@ -294,18 +294,18 @@ func (c *Core) nextMsg() bool {
 		c.failWR(e)
 		return true
 	}
-	if e.wr.Op.outbound() {
+	if outbound(&e.wr) {
 		c.orq.push(e.seq)
 	}
 	t.cur = txMsg{kind: txSQ, e: e, size: e.size, copy: copyMode}
 	switch {
-	case e.wr.Op.sendImm():
+	case sendImm(&e.wr):
 		t.cur.immDone = e.size == 0
 		fallthrough
-	case e.wr.Op.send(), e.wr.Op.immediate(), e.wr.Op.write() && e.wr.Op != OpWrite:
+	case sendPlain(&e.wr), immediate(&e.wr), writeImm(&e.wr):
 		t.cur.msn = t.msn[wire.QNSend]
 		t.msn[wire.QNSend]++
-	case e.wr.Op.outbound():
+	case outbound(&e.wr):
 		t.cur.msn = t.msn[wire.QNReadReq]
 		t.msn[wire.QNReadReq]++
 	}
@@ -319,27 +319,27 @@ func (c *Core) nextMsg() bool {
 // false in ok if a buffer is no longer valid.
 func (c *Core) prepareSources(e *sqEntry) (copyMode, ok bool) {
 	switch {
-	case e.wr.Op.read() && len(e.wr.SGL) == 1:
-		s := &e.wr.SGL[0]
+	case read(&e.wr) && len(e.sgl) == 1:
+		s := &e.sgl[0]
 		if !s.Region.Pin(e.gens[0]) {
 			return false, false
 		}
 		e.sinkSTag, e.sinkTO = uint32(s.Region.STag()), s.Region.Base()+s.Off
 		s.Region.Unpin(e.gens[0])
-	case !e.wr.Op.carriesPayload() || e.inline != nil || e.size == 0:
+	case !carriesPayload(&e.wr) || e.inline != nil || e.size == 0:
 	case e.size <= copyMax && e.size <= uint64(c.p.MULPDU-wire.UntaggedHdrLen):
 		return true, true // one FPDU, copied: nothing to lease
 	default:
 		t := &c.tx
-		for i := range e.wr.SGL {
-			if !firstOf(e.wr.SGL, e.gens, i) {
+		for i := range e.sgl {
+			if !firstOf(e.sgl, e.gens, i) {
 				continue
 			}
-			if !e.wr.SGL[i].Region.Lease(e.gens[i], c.holder) {
+			if !e.sgl[i].Region.Lease(e.gens[i], c.holder) {
 				c.dropOpenLeases()
 				return false, false
 			}
-			t.leases.push(leaseRec{r: e.wr.SGL[i].Region, g: e.gens[i]})
+			t.leases.push(leaseRec{r: e.sgl[i].Region, g: e.gens[i]})
 		}
 		e.leased = true
 	}

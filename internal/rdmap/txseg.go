@@ -4,17 +4,26 @@ import (
 	"encoding/binary"
 
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
-var sendOpcodes = [...]wire.Opcode{
-	OpSend: wire.OpSend, OpSendInv: wire.OpSendInv, OpSendSE: wire.OpSendSE, OpSendSEInv: wire.OpSendSEInv,
-	OpSendImm: wire.OpSendImm, OpSendInvImm: wire.OpSendInvImm,
-	OpSendSEImm: wire.OpSendSEImm, OpSendSEInvImm: wire.OpSendSEInvImm,
+// sendOpcode returns the wire opcode of a Send WR: its flags pick the
+// variant (RFC 5040 §4.5 Table 3; the V2 draft's Send with Immediate).
+func sendOpcode(wr *SendWR) wire.Opcode {
+	se, inv := wr.Flags&rdma.Solicited != 0, wr.Flags&rdma.Invalidate != 0
+	ops := [2][2]wire.Opcode{{wire.OpSend, wire.OpSendInv}, {wire.OpSendSE, wire.OpSendSEInv}}
+	if wr.Flags&rdma.WithImmediate != 0 {
+		ops = [2][2]wire.Opcode{{wire.OpSendImm, wire.OpSendInvImm}, {wire.OpSendSEImm, wire.OpSendSEInvImm}}
+	}
+	return ops[b2i(se)][b2i(inv)]
 }
 
-// invalidates reports whether o carries an Invalidate STag.
-func (o Op) invalidates() bool {
-	return o == OpSendInv || o == OpSendSEInv || o == OpSendInvImm || o == OpSendSEInvImm
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // appendSegment appends the current message's next FPDU.
@@ -35,38 +44,38 @@ func (c *Core) appendSegment() {
 		h.Control = wire.MakeRDMAPControl(c.rv, wire.OpReadResponse)
 		h.STag, h.TO = m.r.sinkSTag, m.r.sinkTO+m.off
 	default:
-		op := m.e.wr.Op
+		wr := &m.e.wr
 		switch {
-		case op.sendImm() && m.immDone:
+		case sendImm(wr) && m.immDone:
 			c.appendSendImmLast(m)
 			return
-		case op == OpReadV2:
+		case wr.Op == rdma.OpReadV2:
 			c.appendReadV2Request(m)
 			return
-		case op.atomic():
+		case atomic(wr):
 			c.appendAtomicRequest(m)
 			return
-		case op.immediate(), op.write() && m.immDone:
+		case immediate(wr), wr.Op == rdma.OpWrite && m.immDone:
 			c.appendImmediate(m)
 			return
-		case op.read():
+		case read(wr):
 			c.appendReadRequest(m)
 			return
-		case op.write():
+		case wr.Op == rdma.OpWrite:
 			h.Tagged = true
 			h.Control = wire.MakeRDMAPControl(c.rv, wire.OpWrite)
-			h.STag, h.TO = m.e.wr.RemoteSTag, m.e.wr.RemoteTO+m.off
+			h.STag, h.TO = wr.Remote.STag, wr.Remote.TO+m.off
 		default: // the Sends, with or without Immediate
-			h.Control = wire.MakeRDMAPControl(c.rv, sendOpcodes[op])
+			h.Control = wire.MakeRDMAPControl(c.rv, sendOpcode(wr))
 			h.QN, h.MSN, h.MO = wire.QNSend, m.msn, uint32(m.off)
-			if op.invalidates() {
-				h.InvSTag = m.e.wr.InvSTag
+			if invalidates(wr) {
+				h.InvSTag = wr.InvalidateSTag
 			}
 		}
 	}
 	n := min(m.size-m.off, uint64(c.p.MULPDU-h.Len()))
 	h.Last = m.off+n == m.size
-	sendImm := m.kind == txSQ && m.e.wr.Op.sendImm()
+	sendImm := m.kind == txSQ && sendImm(&m.e.wr)
 	if sendImm {
 		h.Last = false // the immediate segment carries L=1
 	}
@@ -79,7 +88,7 @@ func (c *Core) appendSegment() {
 	case m.off < m.size:
 	case m.kind == txResp:
 		c.respDone()
-	case sendImm, m.e.wr.Op.write() && m.e.wr.Op != OpWrite:
+	case sendImm, writeImm(&m.e.wr):
 		m.immDone = true // the immediate follows (this segment has L=0, or was the Write's)
 	default:
 		c.sqMsgDone()
@@ -113,7 +122,7 @@ func (c *Core) appendPayload(m *txMsg, hdr []byte, n uint64) bool {
 	e := m.e
 	p := c.sglPieces(m, n)
 	for k, i := range t.pinned {
-		s := &e.wr.SGL[i]
+		s := &e.sgl[i]
 		if m.copy && s.Region.Pin(e.gens[i]) || !m.copy && s.Region.PinLeased(e.gens[i], c.holder) {
 			continue
 		}
@@ -133,7 +142,7 @@ func (c *Core) appendPayload(m *txMsg, hdr []byte, n uint64) bool {
 // unpinSGL ends the transient pins of the SGEs idx of e.
 func (c *Core) unpinSGL(e *sqEntry, idx []int) {
 	for _, i := range idx {
-		e.wr.SGL[i].Region.Unpin(e.gens[i])
+		e.sgl[i].Region.Unpin(e.gens[i])
 	}
 }
 
@@ -144,7 +153,7 @@ func (c *Core) sglPieces(m *txMsg, n uint64) [][]byte {
 	t := &c.tx
 	p, idx := t.pieces[:0], t.pinned[:0]
 	for n > 0 {
-		s := &m.e.wr.SGL[m.sge]
+		s := &m.e.sgl[m.sge]
 		b := s.bytes()
 		k := min(uint64(len(b))-m.sgOff, n)
 		if k > 0 {
@@ -172,7 +181,7 @@ func (c *Core) sqMsgDone() {
 	if e.leased {
 		c.sealLeases()
 	}
-	if !e.wr.Op.outbound() {
+	if !outbound(&e.wr) {
 		t.events.push(txEvent{at: t.appended, kind: evSent, seq: e.seq})
 	}
 }
@@ -197,13 +206,13 @@ func (c *Core) emitLast(b []byte) {
 // appendReadRequest appends the Read Request of m (one segment, QN 1).
 func (c *Core) appendReadRequest(m *txMsg) {
 	rr := wire.ReadRequest{SinkSTag: m.e.sinkSTag, SinkTO: m.e.sinkTO, Size: uint32(m.e.size),
-		SrcSTag: m.e.wr.RemoteSTag, SrcTO: m.e.wr.RemoteTO}
+		SrcSTag: m.e.wr.Remote.STag, SrcTO: m.e.wr.Remote.TO}
 	c.emitLast(wire.AppendReadRequest(c.lastHdr(wire.OpReadRequest, wire.QNReadReq, m.msn, 0, 0), &rr))
 }
 
 // appendReadV2Request appends a Read V2 Request (one segment, QN 1).
 func (c *Core) appendReadV2Request(m *txMsg) {
-	rr := wire.ReadV2Request{Size: uint32(m.size), SrcSTag: m.e.wr.RemoteSTag, SrcTO: m.e.wr.RemoteTO}
+	rr := wire.ReadV2Request{Size: uint32(m.size), SrcSTag: m.e.wr.Remote.STag, SrcTO: m.e.wr.Remote.TO}
 	c.emitLast(wire.AppendReadV2Request(c.lastHdr(wire.OpReadV2Request, wire.QNReadReq, m.msn, 0, 0), &rr))
 }
 
@@ -212,14 +221,15 @@ func (c *Core) appendReadV2Request(m *txMsg) {
 func (c *Core) appendAtomicRequest(m *txMsg) {
 	wr := &m.e.wr
 	ar := wire.AtomicRequest{
-		RequestID: uint32(m.e.seq), STag: wr.RemoteSTag, TO: wr.RemoteTO,
-		AddSwapData: wr.Data, AddSwapMask: wr.Mask,
+		RequestID: uint32(m.e.seq), STag: wr.Remote.STag, TO: wr.Remote.TO,
 	}
-	if wr.Op == OpCmpSwap {
+	if wr.Op == rdma.OpCompareSwap {
 		ar.AOpCode = wire.AOpCmpSwap
+		ar.AddSwapData, ar.AddSwapMask = wr.Swap, wr.SwapMask
 		ar.CompareData, ar.CompareMask = wr.Compare, wr.CompareMask
 	} else {
 		ar.AOpCode = wire.AOpFetchAdd
+		ar.AddSwapData, ar.AddSwapMask = wr.Add, wr.AddMask
 		ar.CompareMask = ^uint64(0) // RFC 7306 §5.2.1: all ones for FetchAdd
 	}
 	c.emitLast(wire.AppendAtomicRequest(c.lastHdr(wire.OpAtomicRequest, wire.QNReadReq, m.msn, 0, 0), &ar))
@@ -229,19 +239,19 @@ func (c *Core) appendAtomicRequest(m *txMsg) {
 // alone, or after a Write's last segment.
 func (c *Core) appendImmediate(m *txMsg) {
 	op := wire.OpImmediate
-	if m.e.wr.Op == OpImmediateSE || m.e.wr.Op == OpWriteImmSE {
+	if m.e.wr.Flags&rdma.Solicited != 0 {
 		op = wire.OpImmediateSE
 	}
-	c.emitLast(binary.BigEndian.AppendUint64(c.lastHdr(op, wire.QNSend, m.msn, 0, 0), m.e.wr.Imm))
+	c.emitLast(binary.BigEndian.AppendUint64(c.lastHdr(op, wire.QNSend, m.msn, 0, 0), m.e.wr.Immediate))
 }
 
 // appendSendImmLast appends the last segment of a Send with Immediate: the
 // 8 immediate bytes at MO = the payload length (V2 draft, project choice).
 func (c *Core) appendSendImmLast(m *txMsg) {
 	var inv uint32
-	if m.e.wr.Op.invalidates() {
-		inv = m.e.wr.InvSTag
+	if invalidates(&m.e.wr) {
+		inv = m.e.wr.InvalidateSTag
 	}
-	b := c.lastHdr(sendOpcodes[m.e.wr.Op], wire.QNSend, m.msn, uint32(m.size), inv)
-	c.emitLast(binary.BigEndian.AppendUint64(b, m.e.wr.Imm))
+	b := c.lastHdr(sendOpcode(&m.e.wr), wire.QNSend, m.msn, uint32(m.size), inv)
+	c.emitLast(binary.BigEndian.AppendUint64(b, m.e.wr.Immediate))
 }

@@ -115,6 +115,12 @@ type CQ struct {
 	// reader is the QP whose socket a Wait is reading (waitReading): a
 	// completion added by anyone else interrupts its park.
 	reader atomic.Pointer[QP]
+
+	// pollMu guards scratch, the entries PollCompletions moves out of the
+	// ring before it releases their slots (outside mu: a release takes the
+	// QP's lock, which is taken before mu).
+	pollMu  sync.Mutex
+	scratch [64]CQE
 }
 
 // NewCQ returns a completion queue for up to capacity entries, notifying
@@ -209,7 +215,7 @@ func (cq *CQ) add(c *rdmap.Completion, q *QP) (fire bool) {
 	e := &cq.ring[(cq.head+cq.n)%len(cq.ring)]
 	e.Completion, e.QP = *c, q
 	cq.n++
-	if cq.armed == armedNext || (cq.armed == armedSolicited && (c.Flags&rdmap.Solicited != 0 || c.Status != rdma.StatusSuccess)) {
+	if cq.armed == armedNext || (cq.armed == armedSolicited && (c.Solicited || c.Status != rdma.StatusSuccess)) {
 		cq.armed = disarmed
 		fire = true
 	}
@@ -250,6 +256,27 @@ func (cq *CQ) Poll(out []CQE) int {
 		out[i].QP.release(&out[i].Completion)
 	}
 	return k
+}
+
+// PollCompletions is Poll for a caller that needs only the completions
+// as package rdma defines them: it moves up to len(out) of them, oldest
+// first, into out and returns how many. It does not allocate.
+func (cq *CQ) PollCompletions(out []rdma.Completion) int {
+	cq.pollMu.Lock()
+	defer cq.pollMu.Unlock()
+	total := 0
+	for total < len(out) {
+		n := cq.Poll(cq.scratch[:min(len(cq.scratch), len(out)-total)])
+		for i := 0; i < n; i++ {
+			out[total+i] = cq.scratch[i].Completion.Completion
+			cq.scratch[i] = CQE{}
+		}
+		total += n
+		if n == 0 {
+			break
+		}
+	}
+	return total
 }
 
 // Len returns the number of completions waiting to be polled.

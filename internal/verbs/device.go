@@ -3,6 +3,7 @@ package verbs
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/goiwarp/iwarp/internal/poll"
 )
@@ -31,6 +32,9 @@ type Device struct {
 	mu     sync.Mutex
 	polled map[*QP]struct{}
 	closed bool
+
+	// qpns numbers the QPs (New takes the next, from 1).
+	qpns atomic.Uint32
 }
 
 // DeviceConfig configures NewDevice.

@@ -115,7 +115,8 @@ func (q *QP) finishLocked() acts {
 			if !ok {
 				break
 			}
-			c := rdmap.Completion{Queue: rdmap.RecvQueue, ID: wr.ID, Op: rdmap.OpRecv, Status: rdma.StatusFlushed, Err: err, Slot: slot}
+			c := rdmap.Completion{Queue: rdmap.RecvQueue, Slot: slot, Completion: rdma.Completion{
+				ID: wr.ID, QPNum: q.num, Op: rdma.OpRecv, Status: rdma.StatusFlushed, Err: err}}
 			a |= q.addLocked(q.cfg.RecvCQ, &c, actWakeRecv, actFireRecv)
 		}
 	}

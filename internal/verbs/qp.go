@@ -87,6 +87,7 @@ type QP struct {
 	// Set by New, read-only after.
 	dev *Device
 	cfg Config
+	num uint32 // the QP's number, stamped on its completions
 	// User is the owner's handle for this QP; the shell does not use it.
 	User any
 
@@ -212,7 +213,7 @@ func New(d *Device, cfg Config) (*QP, error) {
 		cfg.SendCQ.unreserve(cfg.SQDepth)
 		return nil, err
 	}
-	q := &QP{dev: d, cfg: cfg, done: make(chan struct{})}
+	q := &QP{dev: d, cfg: cfg, num: d.qpns.Add(1), done: make(chan struct{})}
 	q.rxBulkFn, q.txGoFn = q.rxBulk, q.txGoroutine
 	q.bindReader()
 	cfg.SendCQ.join(q)
@@ -220,7 +221,7 @@ func New(d *Device, cfg Config) (*QP, error) {
 		cfg.RecvCQ.join(q)
 	}
 	if cfg.SRQ == nil {
-		q.rq = rdmap.NewRecvRing(cfg.RQDepth, cfg.MaxSGE)
+		q.rq = rdmap.NewRecvRing(cfg.RQDepth, cfg.MaxSGE, cfg.Table, cfg.PD)
 	}
 	return q, nil
 }
@@ -247,7 +248,7 @@ func (q *QP) Start(nc net.Conn, s Setup) error {
 		srq = q.cfg.SRQ
 	}
 	core, err := rdmap.New(rdmap.Config{
-		Table: q.cfg.Table, PD: q.cfg.PD,
+		Table: q.cfg.Table, PD: q.cfg.PD, QPNum: q.num,
 		SQDepth: q.cfg.SQDepth, RQDepth: q.cfg.RQDepth, MaxSGE: q.cfg.MaxSGE, MaxInline: q.cfg.MaxInline,
 		Recv: srq, OwnRecv: q.rq, Params: p,
 		Framing: s.Framing, RxOff: s.RxOff, TxOff: s.TxOff,
@@ -457,3 +458,7 @@ func (q *QP) Stats() rdmap.Counters {
 // Done is closed when the QP has been torn down and every work request
 // flushed.
 func (q *QP) Done() <-chan struct{} { return q.done }
+
+// Num returns the QP's number: unique among the Device's QPs, and the
+// QPNum of its completions.
+func (q *QP) Num() uint32 { return q.num }

@@ -35,12 +35,13 @@ type SRQ struct {
 }
 
 // NewSRQ returns a shared receive queue of depth receives of up to maxSGE
-// elements each.
-func NewSRQ(depth, maxSGE int) (*SRQ, error) {
+// elements each, whose buffers are regions of table t in protection domain
+// pd.
+func NewSRQ(depth, maxSGE int, t *mem.Table, pd uint32) (*SRQ, error) {
 	if depth < 1 || maxSGE < 1 {
 		return nil, errSRQShape
 	}
-	return &SRQ{ring: rdmap.NewRecvRing(depth, maxSGE)}, nil
+	return &SRQ{ring: rdmap.NewRecvRing(depth, maxSGE, t, pd)}, nil
 }
 
 // PostRecv posts receives to the SRQ, in order (errors of
@@ -53,7 +54,7 @@ func (s *SRQ) PostRecv(wrs []rdmap.RecvWR) (int, error) {
 
 // Take is rdmap.RecvSource's: the oldest posted receive, for a QP's Core
 // (called under that QP's lock).
-func (s *SRQ) Take() (rdmap.RecvWR, []mem.Gen, uint64, bool) {
+func (s *SRQ) Take() (rdmap.PostedRecv, []mem.Gen, uint64, bool) {
 	s.mu.Lock()
 	wr, gens, slot, ok := s.ring.Take()
 	if ok && s.onLimit != nil && s.limit > 0 && s.ring.Posted() < s.limit {

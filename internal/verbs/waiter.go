@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/goiwarp/iwarp/internal/rdmap"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // errWaiterBusy: PostWait was given a Waiter whose previous completion has
@@ -58,7 +59,7 @@ func (q *QP) PostWait(wr rdmap.SendWR, w *Waiter) error {
 	if !w.busy.CompareAndSwap(false, true) {
 		return errWaiterBusy
 	}
-	wr.Flags |= rdmap.Signaled
+	wr.Flags |= rdma.Signaled
 	one := [1]rdmap.SendWR{wr}
 	q.mu.Lock()
 	if q.core == nil {

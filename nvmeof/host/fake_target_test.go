@@ -241,7 +241,7 @@ func (s *fakeQueue) pull(cmd *nvme.Command, inline []byte) ([]byte, error) {
 		return nil, errors.New("too long")
 	}
 	remote := iwarp.RemoteBuffer{STag: d.Key(), TO: d.Address(), Len: uint32(n)}
-	if err := s.qp.Read(s.ft.ctx, s.data.SGE(0, n), remote); err != nil {
+	if err := s.qp.Read(s.ft.ctx, remote, s.data.SGE(0, n)); err != nil {
 		return nil, err
 	}
 	return s.data.Bytes()[:n], nil

@@ -205,7 +205,7 @@ func (q *queue) respond(c *command, st nvme.Status) {
 	sgl[1] = q.rsp.SGE(c.idx*nvme.CQELen, nvme.CQELen)
 	wrs[n] = iwarp.SendWR{ID: uint64(c.idx), Op: iwarp.OpSend, Flags: iwarp.Signaled, SGL: sgl[1:2]}
 	if c.inv != 0 {
-		wrs[n].Op, wrs[n].InvalidateSTag = iwarp.OpSendInvalidate, c.inv
+		wrs[n].Flags, wrs[n].InvalidateSTag = wrs[n].Flags|iwarp.Invalidate, c.inv
 	}
 	if err := q.qp.PostSend(wrs[:n+1]...); err != nil {
 		if errors.Is(err, iwarp.ErrQueueFull) {

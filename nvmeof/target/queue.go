@@ -154,7 +154,7 @@ func (q *queue) complete(wc *iwarp.Completion) {
 		if c := q.cmdByID(wc.ID); c != nil {
 			q.dataIn(c)
 		}
-	case iwarp.OpSend, iwarp.OpSendInvalidate:
+	case iwarp.OpSend:
 		if c := q.cmdByID(wc.ID); c != nil {
 			q.put(c)
 		}

@@ -1,0 +1,33 @@
+package rdmap
+
+import (
+	"github.com/goiwarp/iwarp/internal/mem"
+	"github.com/goiwarp/iwarp/rdma"
+)
+
+// resolveSGL resolves the STags of sgl, a work request's local memory, in
+// table t for protection domain pd, appending the Segs to dst. An STag
+// must name a region by its current key (ErrBadSGE: unknown, or a key
+// re-keyed since), of pd (ErrPD), that covers the SGE's bytes (ErrBadSGE).
+// A region that is invalid now is not refused here: its generation is
+// recorded, and the WR completes with a local protection error when it
+// uses the bytes (as it would had the region been invalidated after the
+// post).
+func resolveSGL(t *mem.Table, pd uint32, dst []Seg, sgl []rdma.SGE) ([]Seg, error) {
+	for i := range sgl {
+		s := &sgl[i]
+		r := t.Lookup(mem.STag(s.STag))
+		if r == nil || uint32(r.STag()) != s.STag {
+			return dst, ErrBadSGE
+		}
+		if r.PD() != pd {
+			return dst, ErrPD
+		}
+		g := Seg{Region: r, Off: s.Offset, Len: s.Length}
+		if g.bytes() == nil {
+			return dst, ErrBadSGE
+		}
+		dst = append(dst, g)
+	}
+	return dst, nil
+}
