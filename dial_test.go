@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"runtime"
 	"sync/atomic"
@@ -28,7 +29,7 @@ func TestDialServeFetchAdd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := serve(t, &iwarp.ServeConfig{PD: pd, Memory: []*iwarp.MR{mr}})
+	s := startServe(t, &iwarp.ServeConfig{PD: pd, Memory: []*iwarp.MR{mr}})
 
 	ctx := context.Background()
 	qp, err := iwarp.Dial(ctx, s.addr(), nil)
@@ -103,7 +104,7 @@ func TestDialIPv6(t *testing.T) {
 // configuration, deep queues, an SRQ, and a CQ of the caller's for one
 // queue only.
 func TestDialDefaultsFitTheirCQs(t *testing.T) {
-	s := serve(t, nil)
+	s := startServe(t, nil)
 	dev := iwarp.NewDevice(nil)
 	defer dev.Close()
 	pd, err := dev.AllocPD()
@@ -183,55 +184,58 @@ func TestDialErrors(t *testing.T) {
 }
 
 // TestDialCloseReleasesDevice: closing a dialled QP releases the Device
-// Dial made for it: the Device takes no PDs, and its poller goroutine
-// stops once the QP is closed, though the test never closes that Device.
+// Dial made for it, though the test never closes that Device: the Device
+// takes no PDs, and its poller goroutine (which Dial starts in the calling
+// goroutine, as the QP's connection is the Device's first) stops once the
+// QP is closed — by its owner, or after the peer tore it down.
 func TestDialCloseReleasesDevice(t *testing.T) {
-	const poller = "iwarp/internal/poll.New" // in the stack of every poller goroutine
-	if bad := leakcheck.Leaked(time.Second, poller); len(bad) > 0 {
-		t.Skipf("%d pollers of other Devices running: cannot tell ours", len(bad))
+	for _, byPeer := range []bool{false, true} {
+		name := "closed"
+		cfg := &iwarp.ServeConfig{}
+		if byPeer {
+			name = "torn down by the peer"
+			cfg.Handle = func(context.Context, *iwarp.QP) {} // the server disconnects at once
+		}
+		t.Run(name, func(t *testing.T) {
+			s := startServe(t, cfg)
+			poller := pollerOf(t) // the pollers this goroutine starts
+			qp, err := iwarp.Dial(context.Background(), s.addr(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := qp.PD().Device().AllocPD(); !errors.Is(err, iwarp.ErrClosed) {
+				t.Errorf("the dialled QP's Device: AllocPD %v, want ErrClosed", err)
+			}
+			if _, err := qp.PD().RegisterMemory(make([]byte, 8), 0); err != nil {
+				t.Errorf("RegisterMemory on the dialled QP's PD: %v", err)
+			}
+			polling := len(leakcheck.Leaked(0, poller)) == 1
+			if byPeer {
+				closedWithin(t, qp.Done(), "dialled QP torn down by the server")
+			}
+			if err := qp.Close(); err != nil && !byPeer {
+				t.Fatal(err)
+			}
+			if !polling {
+				t.Skipf("no poller started by Dial (%s): nothing to observe", runtime.GOOS)
+			}
+			if bad := leakcheck.Leaked(5*time.Second, poller); len(bad) > 0 {
+				t.Fatalf("the dialled QP's Device still polls after the QP was closed:\n%v", bad)
+			}
+		})
 	}
-	sdev := iwarp.NewDevice(nil)
-	spd, _ := sdev.AllocPD()
-	ln, err := iwarp.Listen("tcp", "127.0.0.1:0", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- ln.Serve(ctx, &iwarp.ServeConfig{PD: spd}) }()
+}
 
-	qp, err := iwarp.Dial(context.Background(), ln.Addr().String(), nil)
-	if err != nil {
-		t.Fatal(err)
+// pollerOf returns what the stack of a poller goroutine started by the
+// calling goroutine contains.
+func pollerOf(t *testing.T) string {
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	var id int
+	if _, err := fmt.Sscanf(string(buf), "goroutine %d ", &id); err != nil {
+		t.Fatalf("goroutine id from %q: %v", buf, err)
 	}
-	if _, err := qp.PD().Device().AllocPD(); !errors.Is(err, iwarp.ErrClosed) {
-		t.Errorf("the dialled QP's Device: AllocPD %v, want ErrClosed", err)
-	}
-	if _, err := qp.PD().RegisterMemory(make([]byte, 8), 0); err != nil {
-		t.Errorf("RegisterMemory on the dialled QP's PD: %v", err)
-	}
-	polling := len(leakcheck.Leaked(0, poller)) > 0
-	if !polling && runtime.GOOS == "linux" {
-		t.Log("no poller running: the QPs read with goroutines")
-	}
-
-	if err := qp.Close(); err != nil {
-		t.Fatal(err)
-	}
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("Serve returned %v", err)
-	}
-	sdev.Close() // its QPs are closed: its poller stops
-	// The client's Device was never closed by the test: only the QP's
-	// Close released it.
-	if bad := leakcheck.Leaked(5*time.Second, poller); len(bad) > 0 {
-		t.Fatalf("pollers still running after the dialled QP was closed:\n%v", bad)
-	}
-	if !polling {
-		t.Skip("no poller to observe")
-	}
+	return fmt.Sprintf("iwarp/internal/poll.New in goroutine %d\n", id)
 }
 
 // TestParseAdvertisement: the encoding of AdvertiseBuffers, and what
@@ -304,7 +308,7 @@ func TestParseAdvertisement(t *testing.T) {
 func TestPeerMemory(t *testing.T) {
 	ctx := context.Background()
 	t.Run("none", func(t *testing.T) {
-		s := serve(t, nil)
+		s := startServe(t, nil)
 		qp, err := iwarp.Dial(ctx, s.addr(), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -315,7 +319,7 @@ func TestPeerMemory(t *testing.T) {
 		}
 	})
 	t.Run("other private data", func(t *testing.T) {
-		s := serve(t, &iwarp.ServeConfig{Conn: iwarp.ConnOptions{PrivateData: []byte("hello")}})
+		s := startServe(t, &iwarp.ServeConfig{Conn: iwarp.ConnOptions{PrivateData: []byte("hello")}})
 		qp, err := iwarp.Dial(ctx, s.addr(), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -330,7 +334,7 @@ func TestPeerMemory(t *testing.T) {
 	})
 	t.Run("client memory", func(t *testing.T) {
 		seen := make(chan []iwarp.RemoteBuffer, 1)
-		s := serve(t, &iwarp.ServeConfig{Handle: func(ctx context.Context, qp *iwarp.QP) {
+		s := startServe(t, &iwarp.ServeConfig{Handle: func(ctx context.Context, qp *iwarp.QP) {
 			bufs, err := qp.PeerMemory()
 			if err != nil {
 				t.Error(err)
@@ -362,7 +366,7 @@ func TestPeerMemory(t *testing.T) {
 			if len(bufs) != 2 || bufs[0] != a.Remote() || bufs[1] != b.Remote() {
 				t.Fatalf("server saw %+v, want %+v and %+v", bufs, a.Remote(), b.Remote())
 			}
-		case <-time.After(bound):
+		case <-time.After(serveBound):
 			t.Fatal("Handle not run")
 		}
 	})

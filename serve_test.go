@@ -15,12 +15,12 @@ import (
 	"github.com/goiwarp/iwarp/internal/leakcheck"
 )
 
-// bound is how long a step that must end promptly may take before the test
-// declares it hung.
-const bound = 10 * time.Second
+// serveBound is how long a step that must end promptly may take before
+// the test declares it hung.
+const serveBound = 10 * time.Second
 
-// serving is a Listener running Serve in a goroutine of its own.
-type serving struct {
+// serveRun is a Listener running Serve in a goroutine of its own.
+type serveRun struct {
 	ln   *iwarp.Listener
 	stop context.CancelFunc
 	done chan error // Serve's result
@@ -29,16 +29,16 @@ type serving struct {
 	err      error // this
 }
 
-// serve starts ln.Serve(cfg) on a new loopback Listener; the test's
+// startServe starts ln.Serve(cfg) on a new loopback Listener; the test's
 // cleanup stops it and closes the Listener.
-func serve(t *testing.T, cfg *iwarp.ServeConfig) *serving {
+func startServe(t *testing.T, cfg *iwarp.ServeConfig) *serveRun {
 	t.Helper()
 	ln, err := iwarp.Listen("tcp", "127.0.0.1:0", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	s := &serving{ln: ln, stop: stop, done: make(chan error, 1)}
+	s := &serveRun{ln: ln, stop: stop, done: make(chan error, 1)}
 	go func() { s.done <- ln.Serve(ctx, cfg) }()
 	t.Cleanup(func() {
 		stop()
@@ -49,11 +49,11 @@ func serve(t *testing.T, cfg *iwarp.ServeConfig) *serving {
 }
 
 // addr returns the Listener's address.
-func (s *serving) addr() string { return s.ln.Addr().String() }
+func (s *serveRun) addr() string { return s.ln.Addr().String() }
 
 // wait returns Serve's result, failing the test if Serve does not return
-// within bound.
-func (s *serving) wait(t *testing.T) error {
+// within serveBound.
+func (s *serveRun) wait(t *testing.T) error {
 	t.Helper()
 	if s.returned {
 		return s.err
@@ -62,19 +62,19 @@ func (s *serving) wait(t *testing.T) error {
 	case s.err = <-s.done:
 		s.returned = true
 		return s.err
-	case <-time.After(bound):
+	case <-time.After(serveBound):
 		t.Fatal("Serve did not return")
 		return nil
 	}
 }
 
-// within fails the test unless ch is closed within bound.
-func within(t *testing.T, ch <-chan struct{}, what string) {
+// closedWithin fails the test unless ch is closed within serveBound.
+func closedWithin(t *testing.T, ch <-chan struct{}, what string) {
 	t.Helper()
 	select {
 	case <-ch:
-	case <-time.After(bound):
-		t.Fatalf("%s: not within %v", what, bound)
+	case <-time.After(serveBound):
+		t.Fatalf("%s: not within %v", what, serveBound)
 	}
 }
 
@@ -130,7 +130,7 @@ func TestServeReturnsOnCancel(t *testing.T) {
 	for i := 0; i < clients; i++ {
 		select {
 		case <-started:
-		case <-time.After(bound):
+		case <-time.After(serveBound):
 			t.Fatal("Handle not started")
 		}
 	}
@@ -144,7 +144,7 @@ func TestServeReturnsOnCancel(t *testing.T) {
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("Serve returned %v, want context.Canceled", err)
 		}
-	case <-time.After(bound):
+	case <-time.After(serveBound):
 		t.Fatal("Serve did not return after its ctx was cancelled")
 	}
 	mu.Lock()
@@ -162,7 +162,7 @@ func TestServeReturnsOnCancel(t *testing.T) {
 	}
 	// Serve's QPs were closed: the clients see their peer gone.
 	for _, qp := range qps {
-		within(t, qp.Done(), "client QP torn down after Serve closed its peer")
+		closedWithin(t, qp.Done(), "client QP torn down after Serve closed its peer")
 	}
 	if bad := leakcheck.Leaked(time.Second, "iwarp.(*server)", "iwarp.(*Listener).Serve"); len(bad) > 0 {
 		t.Fatalf("Serve left goroutines:\n%v", bad)
@@ -189,10 +189,10 @@ func TestServeListenerClosed(t *testing.T) {
 		if !errors.Is(err, iwarp.ErrClosed) {
 			t.Fatalf("Serve returned %v, want ErrClosed", err)
 		}
-	case <-time.After(bound):
+	case <-time.After(serveBound):
 		t.Fatal("Serve did not return after its Listener was closed")
 	}
-	within(t, qp.Done(), "client QP torn down once Serve closed its peer")
+	closedWithin(t, qp.Done(), "client QP torn down once Serve closed its peer")
 }
 
 // TestServeWithoutHandle: without Handle, a QP stays up until the peer
@@ -208,7 +208,7 @@ func TestServeWithoutHandle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := serve(t, &iwarp.ServeConfig{Memory: []*iwarp.MR{mr}})
+	s := startServe(t, &iwarp.ServeConfig{Memory: []*iwarp.MR{mr}})
 	qp, err := iwarp.Dial(context.Background(), s.addr(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -228,7 +228,7 @@ func TestServeWithoutHandle(t *testing.T) {
 	}
 	qp.Close()
 	// The server's QP is torn down by the peer's disconnect.
-	deadline := time.After(bound)
+	deadline := time.After(serveBound)
 	for {
 		select {
 		case ev := <-dev.Events():
@@ -247,12 +247,12 @@ func TestServeWithoutHandle(t *testing.T) {
 // TestServeHandleReturns: when Handle returns, Serve disconnects the QP;
 // the client's QP is torn down by its peer, and closing it then is fine.
 func TestServeHandleReturns(t *testing.T) {
-	s := serve(t, &iwarp.ServeConfig{Handle: func(context.Context, *iwarp.QP) {}})
+	s := startServe(t, &iwarp.ServeConfig{Handle: func(context.Context, *iwarp.QP) {}})
 	qp, err := iwarp.Dial(context.Background(), s.addr(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	within(t, qp.Done(), "client QP torn down after the Handle returned")
+	closedWithin(t, qp.Done(), "client QP torn down after the Handle returned")
 	if !errors.Is(qp.Err(), iwarp.ErrPeerDisconnected) {
 		t.Errorf("client QP: %v, want ErrPeerDisconnected", qp.Err())
 	}
@@ -264,11 +264,11 @@ func TestServeHandleReturns(t *testing.T) {
 	}
 }
 
-// closeAfterWrite is a client connection that closes itself right after
+// closeAfterRequest is a client connection that closes itself right after
 // its first write (the MPA Request): the server's Accept then fails.
-type closeAfterWrite struct{ net.Conn }
+type closeAfterRequest struct{ net.Conn }
 
-func (c closeAfterWrite) Write(p []byte) (int, error) {
+func (c closeAfterRequest) Write(p []byte) (int, error) {
 	n, err := c.Conn.Write(p)
 	c.Conn.Close()
 	return n, err
@@ -279,12 +279,12 @@ func (c closeAfterWrite) Write(p []byte) (int, error) {
 func TestServeSurvivesFailedAccept(t *testing.T) {
 	var mu sync.Mutex
 	var logged bytes.Buffer
-	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+	logger := slog.New(slog.NewTextHandler(serveLogWriter(func(p []byte) (int, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		return logged.Write(p)
 	}), nil))
-	s := serve(t, &iwarp.ServeConfig{Logger: logger})
+	s := startServe(t, &iwarp.ServeConfig{Logger: logger})
 	ctx := context.Background()
 	for i := 0; i < 3; i++ {
 		_, err := iwarp.Dial(ctx, s.addr(), &iwarp.DialConfig{Conn: iwarp.ConnOptions{
@@ -293,7 +293,7 @@ func TestServeSurvivesFailedAccept(t *testing.T) {
 				if err != nil {
 					return nil, err
 				}
-				return closeAfterWrite{nc}, nil
+				return closeAfterRequest{nc}, nil
 			},
 		}})
 		if err == nil {
@@ -319,9 +319,9 @@ func TestServeSurvivesFailedAccept(t *testing.T) {
 	mu.Unlock()
 }
 
-type writerFunc func([]byte) (int, error)
+type serveLogWriter func([]byte) (int, error)
 
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+func (f serveLogWriter) Write(p []byte) (int, error) { return f(p) }
 
 // TestServeConfigErrors: an advertisement that cannot be made, or memory
 // of another PD, fails Serve at once.
