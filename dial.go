@@ -25,7 +25,8 @@ type DialConfig struct {
 	// QP is the QP's shape (zero fields: the defaults of QPConfig). A nil
 	// SendCQ or RecvCQ is created for the QP, sized for its queue, and owned
 	// by it (see Dial); a CQ given here is the caller's, and must have room
-	// for the queue's depth (ErrCQCapacity).
+	// for the queue's depth (ErrCQCapacity). An SRQ needs PD set to the
+	// SRQ's PD.
 	QP QPConfig
 	// Conn holds the MPA choices (ConnOptions: private data, CRC, markers,
 	// Dialer, timeout...).
@@ -40,7 +41,7 @@ type DialConfig struct {
 // Dial connects to the iWARP server at addr ("host:port", "[::1]:port") over
 // TCP and returns a QP in StateRTS, or an error. Its resources are made for
 // it: unless cfg says otherwise, a Device, a PD on it, and a send and a
-// receive CQ each sized for its queue, by the rule of NewCQ (a CQ's
+// receive CQ each sized for its queue, by the rule of CQ (a CQ's
 // capacity must cover the depths of the queues attached to it: here
 // SendQueueDepth and RecvQueueDepth, default 64 each; with an SRQ, the
 // largest SRQ depth, Device.Attributes().MaxQueueDepth), so the defaults
@@ -50,8 +51,8 @@ type DialConfig struct {
 // and need no closing. A Device made by Dial is the QP's alone: it takes no
 // new PDs (AllocPD fails with ErrClosed), and it is released — its poller
 // stopped — once the QP is closed, or torn down by the peer or by a
-// Terminate. QP.PD().RegisterMemory works as on any PD. Close the QP with
-// QP.Close or QP.Disconnect as any other.
+// Terminate. QP.PD().RegisterMemory works as on any PD. End the QP as any
+// other, with QP.Disconnect or QP.Close.
 //
 // If the peer advertised memory when it accepted (Listener.Serve with
 // ServeConfig.Memory, or AdvertiseMemory in the private data of
@@ -166,19 +167,7 @@ func newOwnedQP(dev *Device, pd *PD, memory []*MR, qc QPConfig) (*QP, error) {
 // depth out of range is left to NewQP to report.
 func cqCapacity(depth int) int { return min(max(depth, 1), 1<<20) }
 
-// The memory advertisement: what Listener.Serve sends in the private data
-// of its MPA Reply (and Dial in its MPA Request) to tell the peer which
-// registered memory it may target, and QP.PeerMemory decodes. Its encoding
-// is a 4-byte header then the buffers:
-//
-//	byte 0-1   magic 0x69 0xA7 ("i" and a byte no UTF-8 text has there)
-//	byte 2     version, 1
-//	byte 3     count n, 1 to MaxAdvertisedBuffers
-//	byte 4-    n × 16 bytes: each RemoteBuffer's MarshalBinary encoding
-//	           (TO 8 bytes, STag 4, Len 4, big-endian)
-//
-// and nothing after them: 4 + 16n bytes, at most 244, within the 256 bytes
-// of private data Linux siw and Chelsio accept.
+// The memory advertisement (see AdvertiseMemory).
 const (
 	advMagic0, advMagic1 = 0x69, 0xA7
 	advVersion           = 1
@@ -201,11 +190,24 @@ var (
 	ErrInvalidAdvertisement = errors.New("iwarp: invalid memory advertisement")
 )
 
-// AdvertiseMemory returns the memory advertisement of the MRs, their whole
+// AdvertiseMemory returns the memory advertisement of the MRs' whole
 // regions (MR.Remote), for ConnOptions.PrivateData: what Listener.Serve
-// and Dial send, for the long path (ConnRequest.Accept, QP.Connect).
-// With no MR it returns nil (no private data). The MRs need the remote
-// access rights the peer will use.
+// sends in its MPA Replies (ServeConfig.Memory) and Dial in its MPA Request
+// (DialConfig.Memory), and QP.PeerMemory decodes on the other side; on the
+// long path, pass it to ConnRequest.Accept or QP.Connect yourself. With no
+// MR it returns nil (no private data). The MRs need the remote access
+// rights the peer will use.
+//
+// The advertisement is a 4-byte header, then the buffers:
+//
+//	bytes 0-1  magic 0x69 0xA7 ("i", then a byte no UTF-8 text has there)
+//	byte 2     version, 1
+//	byte 3     count n, 1 to MaxAdvertisedBuffers (15)
+//	bytes 4-   n × 16 bytes: each RemoteBuffer's MarshalBinary encoding
+//	           (TO 8 bytes, STag 4, Len 4, big-endian)
+//
+// and nothing after them: 4 + 16n bytes, at most 244, within the 256 bytes
+// of private data that Linux siw and Chelsio accept.
 func AdvertiseMemory(mrs ...*MR) ([]byte, error) {
 	bufs := make([]RemoteBuffer, len(mrs))
 	for i, mr := range mrs {

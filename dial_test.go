@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"runtime"
 	"sync/atomic"
@@ -384,4 +385,53 @@ func TestPeerMemory(t *testing.T) {
 			t.Fatalf("PeerMemory: %v, want ErrNoPeerMemory", err)
 		}
 	})
+}
+
+// ExampleDial connects to a server that advertises a counter and
+// increments it with remote FetchAdds: Dial, PeerMemory, FetchAdd, Close.
+func ExampleDial() {
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+
+	// The server: one word of remote-atomic memory, advertised by Serve.
+	dev := iwarp.NewDevice(nil)
+	defer dev.Close()
+	pd, _ := dev.AllocPD()
+	counter, words, err := pd.RegisterWords(1, iwarp.AccessRemoteAtomic)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ln, err := iwarp.Listen("tcp", "127.0.0.1:0", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ln.Close()
+	served := make(chan error, 1)
+	go func() { served <- ln.Serve(ctx, &iwarp.ServeConfig{Memory: []*iwarp.MR{counter}}) }()
+
+	// The client.
+	qp, err := iwarp.Dial(ctx, ln.Addr().String(), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer qp.Close()
+	peer, err := qp.PeerMemory()
+	if err != nil {
+		log.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		old, err := qp.FetchAdd(ctx, peer[0], 5)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println("was", old)
+	}
+	fmt.Println("is", atomic.LoadUint64(&words[0]))
+	stop()
+	fmt.Println("Serve:", <-served)
+	// Output:
+	// was 0
+	// was 5
+	// is 10
+	// Serve: context canceled
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"log"
 	"log/slog"
 	"net"
 	"sync"
@@ -353,4 +355,61 @@ func TestServeConfigErrors(t *testing.T) {
 			t.Errorf("%s: Serve returned %v, want ErrInvalidConfig", name, err)
 		}
 	}
+}
+
+// ExampleListener_Serve runs a Handle per connection: the client
+// advertises a buffer when it dials, and the server's Handle writes into
+// it. When the Handle returns, Serve disconnects the QP in order, so the
+// client's QP is done only once the Write was placed.
+func ExampleListener_Serve() {
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+
+	ln, err := iwarp.Listen("tcp", "127.0.0.1:0", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ln.Close()
+	served := make(chan error, 1)
+	go func() {
+		served <- ln.Serve(ctx, &iwarp.ServeConfig{
+			Handle: func(ctx context.Context, qp *iwarp.QP) {
+				peer, err := qp.PeerMemory()
+				if err != nil {
+					log.Print(err)
+					return
+				}
+				msg, err := qp.PD().RegisterMemory([]byte("hello, client"), 0)
+				if err != nil {
+					log.Print(err)
+					return
+				}
+				if err := qp.Write(ctx, peer[0], msg.SGE(0, msg.Len())); err != nil {
+					log.Print(err)
+				}
+			},
+		})
+	}()
+
+	// The client's buffer lives in the PD of the dialled QP.
+	dev := iwarp.NewDevice(nil)
+	defer dev.Close()
+	pd, _ := dev.AllocPD()
+	inbox, err := pd.RegisterMemory(make([]byte, 13), iwarp.AccessRemoteWrite)
+	if err != nil {
+		log.Fatal(err)
+	}
+	qp, err := iwarp.Dial(ctx, ln.Addr().String(), &iwarp.DialConfig{Memory: []*iwarp.MR{inbox}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer qp.Close()
+	<-qp.Done() // the server disconnected after its Write
+	fmt.Println(string(inbox.Bytes()))
+	fmt.Println("peer disconnected:", errors.Is(qp.Err(), iwarp.ErrPeerDisconnected))
+	stop()
+	<-served
+	// Output:
+	// hello, client
+	// peer disconnected: true
 }
