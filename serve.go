@@ -53,9 +53,11 @@ type ServeConfig struct {
 // (QP.Close: at once, whatever the peer does) and waits for every Handle
 // it started to return. Several Serve calls may share a Listener.
 func (l *Listener) Serve(ctx context.Context, cfg *ServeConfig) error {
-	if cfg == nil {
-		cfg = &ServeConfig{}
+	var c ServeConfig
+	if cfg != nil {
+		c = *cfg
 	}
+	cfg = &c
 	s := &server{cfg: cfg, qps: make(map[*QP]struct{})}
 	s.conn = cfg.Conn
 	if len(cfg.Memory) > 0 {
