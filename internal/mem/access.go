@@ -15,7 +15,11 @@ const (
 	// with Invalidate (RFC 5040 §5.3); regions without it are "not
 	// remotely invalidatable".
 	AccessRemoteInvalidate
-	accessAll = AccessLocalWrite | AccessRemoteRead | AccessRemoteWrite | AccessRemoteAtomic | AccessRemoteInvalidate
+	// AccessMWBind lets the owner bind memory windows to the region
+	// (libibverbs IBV_ACCESS_MW_BIND; see "Memory windows" in doc.go). It
+	// grants the peer nothing by itself.
+	AccessMWBind
+	accessAll = AccessLocalWrite | AccessRemoteRead | AccessRemoteWrite | AccessRemoteAtomic | AccessRemoteInvalidate | AccessMWBind
 )
 
 // String lists the rights, e.g. "local-write|remote-read".
@@ -33,6 +37,7 @@ func (a Access) String() string {
 		{AccessRemoteWrite, "remote-write"},
 		{AccessRemoteAtomic, "remote-atomic"},
 		{AccessRemoteInvalidate, "remote-invalidate"},
+		{AccessMWBind, "mw-bind"},
 	} {
 		if a&n.a != 0 {
 			parts = append(parts, n.name)

@@ -68,8 +68,8 @@ func (r *Region) AtomicCmpSwap(to uint64, compare, compareMask, swap, swapMask u
 
 // AcquireAtomic validates an RFC 7306 atomic's target, the usual protection
 // checks for 8 bytes with remote-atomic access plus 64-bit alignment of the TO
-// (and so of the host address, which registration guaranteed), and pins the
-// region like Acquire. The caller runs the atomic and then calls Release.
+// (and so of the host address, which registration or the window's bind
+// guaranteed), and pins the region like Acquire. The caller runs the atomic and then calls Release.
 func (t *Table) AcquireAtomic(stag STag, pd uint32, to uint64) (*Region, Reason) {
 	_, r, why := t.Acquire(stag, pd, AccessRemoteAtomic, to, 8)
 	if why != OK {
@@ -83,9 +83,10 @@ func (t *Table) AcquireAtomic(stag STag, pd uint32, to uint64) (*Region, Reason)
 }
 
 // LocalWord checks that the 8 bytes at tagged offset to are inside r and
-// aligned, for the local atomic accessors of the public API.
+// aligned, for the local atomic accessors of the public API. A memory
+// window's binding is never used locally: it reports false.
 func (r *Region) LocalWord(to uint64) bool {
-	return to%8 == 0 && to >= r.base && to-r.base <= uint64(len(r.buf)) && uint64(len(r.buf))-(to-r.base) >= 8 && aligned8(r.buf)
+	return r.window == nil && to%8 == 0 && to >= r.base && to-r.base <= uint64(len(r.buf)) && uint64(len(r.buf))-(to-r.base) >= 8 && aligned8(r.buf)
 }
 
 // AtomicLoad loads the 8 bytes at to atomically. The caller checked LocalWord.

@@ -75,13 +75,24 @@ func (b *beginOp) stepOnce() bool {
 		r.pending = append(r.pending, b.inv)
 		b.step = 3
 	case 3:
+		if r.parent != nil {
+			// A window's binding: its first Begin ends it for good, and
+			// once drained it leaves its parent (window.go).
+			inv := b.inv
+			r.dead, r.dereg = true, inv
+			inv.fns = append(inv.fns, func() { r.detach(inv) })
+		} else if len(r.views) > 0 {
+			// A region with windows bound: unbind them before a re-key's new
+			// key is published, and make this Invalidation wait for them.
+			b.fns = append(b.fns, r.unbindViewsLocked(b.inv)...)
+		}
 		if b.kind == beginRekey {
 			r.state.Store(b.next)
 		}
 		b.step = 4
 	default:
 		// Nothing may be pinned at all: drain at once.
-		b.fns = r.settleLocked()
+		b.fns = append(b.fns, r.settleLocked()...)
 		return true
 	}
 	return false

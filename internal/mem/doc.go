@@ -6,6 +6,9 @@
 // transient pins, leases and invalidation that never blocks the goroutine
 // that would release what it waits for.
 //
+// A Table also holds memory windows (RFC 5040 §2; libibverbs ibv_alloc_mw,
+// ibv_bind_mw), see "Memory windows" below.
+//
 // A Table is safe for concurrent use. Checks and pins on the data path take
 // no lock and allocate nothing.
 //
@@ -77,4 +80,113 @@
 // (the region is valid and registered then, so no memory outside a
 // registration is touched). A generation holds at most 2^19-1 transient
 // pins at once; one more panics (a pin leak).
+//
+// # Memory windows
+//
+// A memory window (Window, AllocWindow) is a table entry of its own in a
+// protection domain: its own random index and an STag of the same format,
+// with a random key. Once bound it exposes a range of a registered region,
+// its parent, to the peer with rights of its own. The decisions, where
+// RFC 5040 and libibverbs leave room:
+//
+//  1. Bindings. Each bind creates a binding: a *Region whose bytes are the
+//     window's range of the parent's buffer and whose base is the window's
+//     first TO, in the parent's TO space (the peer uses the TOs it would use
+//     for the region), with state and life words, pins, leases and a
+//     generation of its own. The checks and pins by a window's STag (Check,
+//     Acquire, AcquireAtomic, PinRemote, CheckRemoteInvalidate,
+//     CheckLocalInvalidate, Lookup) resolve to the current binding and
+//     return it as the region, so the engine treats the access as it treats
+//     a region's: Unpin, Lease, PinLeased, EndLease, Release and the
+//     atomics are called on the binding, and Holder.Revoke receives it. A
+//     binding's buffer and base never change, so the data path reads them
+//     without a lock.
+//  2. The window's entry is never valid and its life word never live, so
+//     the region path pays nothing for windows: PinRemote, Check and the
+//     invalidation checks look for a window only where a region's check
+//     already failed (Acquire tests one pointer first). Through a window,
+//     PinRemote pins the binding (one compare-and-swap, as for a region)
+//     and then checks the parent's valid bit and the binding's state word:
+//     one pointer load and one word load more than a region, no lock, no
+//     allocation.
+//  3. Checks and Reasons, in this order: window never bound, binding
+//     unbound or invalidated, wrong key (an STag of an earlier binding) or
+//     parent invalid: InvalidSTag; another protection domain:
+//     NotAssociated; rights not granted by the window: AccessViolated;
+//     TOWrap; outside the window (even if inside the parent): OutOfBounds;
+//     an atomic's TO not 8-byte aligned: Misaligned.
+//  4. Remote only. A binding's rights never include AccessLocalWrite, its
+//     LocalWord reports false, and CheckLocal (an lkey's check) fails a
+//     window's STag as an InvalidSTag. The engine must not take a binding
+//     (Region.Window is non-nil) as the buffer of a local work request.
+//  5. Bind rules (BeginBind): the parent is a registered region (not a
+//     binding), not deregistered, currently valid, in the window's
+//     protection domain, registered or re-keyed with AccessMWBind; the
+//     range is non-empty and lies within it; the rights are among
+//     AccessRemoteRead, AccessRemoteWrite and AccessRemoteAtomic (and
+//     AccessRemoteInvalidate for type 2); remote write or atomic needs the
+//     parent's AccessLocalWrite (libibverbs' rule); atomic needs an 8-byte
+//     aligned base TO and host address. The window's rights need not be
+//     among the parent's remote rights (as in libibverbs). A failed bind
+//     changes nothing.
+//  6. Keys. Every bind gives the window a new random key, never the one of
+//     its previous STag, so the old STag fails at once. (Keys have 8 bits:
+//     an STag of an older binding can name a later one, as for re-keys.)
+//  7. Type 1 windows are bound and unbound by calls: a bind of a bound type
+//     1 window first unbinds it (BeginBind returns the old binding's
+//     Invalidation; BindContext waits for it); BeginUnbind/Unbind, or a
+//     zero-length bind as in libibverbs, unbind it. They cannot be
+//     invalidated: CheckLocalInvalidate and CheckRemoteInvalidate fail with
+//     InvalidateNotAllowed (RDMAP "STag cannot be invalidated", a
+//     protection error), BeginInvalidate refuses the binding the same way,
+//     and Invalidate and InvalidateSTag return ErrWindowType1.
+//  8. Type 2 windows are bound by a send work request: the engine calls the
+//     same BeginBind when the WR executes, in send-queue order. A bound type
+//     2 window must be unbound first (ErrWindowBound, as libibverbs requires
+//     a type 2 window to be invalidated before it is bound again); a
+//     zero-length bind is refused. It is unbound by a Local Invalidate
+//     (CheckLocalInvalidate then BeginInvalidate, needing no right) or by
+//     the peer's Send with Invalidate naming its STag, which, unlike
+//     libibverbs where every type 2 window may be invalidated remotely,
+//     needs AccessRemoteInvalidate among the rights it was bound with: the
+//     rule this stack applies to regions, so a peer cannot end a window the
+//     owner did not offer. BeginUnbind also unbinds a type 2 window. The
+//     window is associated with its protection domain only: the QP
+//     association of InfiniBand's type 2B is not modelled here (the engine
+//     may check the QP it bound through).
+//  9. Lifetime of a binding. The first Begin on a binding (an unbind, a
+//     rebind, a Local or Remote Invalidate, a deallocation, a Deregister of
+//     the binding, or a Begin on its parent) ends it for good, by the
+//     rules of generations above: the valid bit clears at once, nothing
+//     can be pinned or leased on it any more, and its Invalidation drains
+//     when no transient pin, lease or pin of Acquire taken through it
+//     remains (rules 4 to 7). Begins never block; Unbind, BindContext and
+//     DeallocWindow wait like Invalidate, and end like it when their
+//     context ends (revoking the holders of leases on the binding). A
+//     binding cannot be re-keyed (ErrWindowRekey); the window is bound
+//     again instead.
+//  10. The parent's generation. Pins and leases through a window are taken
+//     on the binding, not on the parent, and that is what ties them to the
+//     parent's generation: a binding is made only while the parent is valid
+//     and lives within one generation of it, because every Begin on the
+//     parent (invalidation, deregistration, re-key) unbinds every window
+//     bound to it, under the parent's mutex and before a re-key publishes
+//     the new key, and its Invalidation drains only once the unbind of each
+//     of those bindings has drained, including bindings unbound earlier
+//     that are still draining. Revoke and the blocking calls' end on their
+//     context reach the holders of leases on those bindings and wait for
+//     their transient pins; a pin of Acquire on one keeps the call from
+//     finishing (InUse). An unbind waits for the window's accesses only,
+//     never for the parent's own traffic, so a window's churn does not hold
+//     up the parent's drains beyond its own. Unlike libibverbs, where
+//     ibv_dereg_mr fails while windows are bound, deregistering the parent
+//     wins and unbinds them.
+//  11. Deallocation (BeginDealloc, DeallocWindow) unbinds the window and
+//     takes it out of the table; its index is quarantined like a
+//     deregistered region's. Binds and unbinds of a deallocated window
+//     return ErrDeallocated or the deallocation's Invalidation.
+//  12. Windows count with regions against TableOptions.MaxRegions; Len
+//     counts regions and Windows windows. Locks are taken parent, then
+//     window, then binding; a binding's drain takes its parent's mutex
+//     afterwards (to leave the parent's list), never while holding its own.
 package mem

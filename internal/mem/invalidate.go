@@ -35,13 +35,17 @@ func (r InvalidateReason) TermCode() rdma.TermCode {
 }
 
 // CheckRemoteInvalidate checks that a peer on a stream of protection domain
-// pd may invalidate stag.
+// pd may invalidate stag. For a memory window's STag it returns the
+// window's current binding: a type 1 window fails with InvalidateNotAllowed
+// (a protection error), a type 2 one needs AccessRemoteInvalidate among
+// the rights it was bound with (see "Memory windows" in doc.go).
 func (t *Table) CheckRemoteInvalidate(stag STag, pd uint32) (*Region, InvalidateReason) {
 	return t.checkInvalidate(stag, pd, true)
 }
 
 // CheckLocalInvalidate checks that the owner (protection domain pd) may
-// invalidate stag.
+// invalidate stag. For a memory window's STag it returns the window's
+// current binding; a type 1 window fails with InvalidateNotAllowed.
 func (t *Table) CheckLocalInvalidate(stag STag, pd uint32) (*Region, InvalidateReason) {
 	return t.checkInvalidate(stag, pd, false)
 }
@@ -53,6 +57,9 @@ func (t *Table) checkInvalidate(stag STag, pd uint32, remote bool) (*Region, Inv
 	}
 	s := r.state.Load()
 	if s&validBit == 0 || uint8(s) != stag.Key() {
+		if r.win != nil {
+			return r.win.checkInvalidate(stag, pd, remote)
+		}
 		return nil, InvalidateUnknown
 	}
 	if r.pd != pd {

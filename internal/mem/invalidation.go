@@ -21,6 +21,9 @@ type Invalidation struct {
 	// Guarded by r.mu.
 	fns    []func()      // OnDrained functions not yet run
 	pinsCh chan struct{} // after Revoke: closed when no transient pin of old or older remains
+	// views are the unbindings of r's memory windows this Invalidation
+	// waits for (window.go): each leaves the list when it drains.
+	views []*Invalidation
 }
 
 // drained returns an Invalidation that has nothing to wait for.
@@ -39,15 +42,51 @@ func (i *Invalidation) Gen() Gen { return i.old }
 func (i *Invalidation) Drained() bool { return i.done.Load() }
 
 // Leases reports whether leases of the old generation (or an older one)
-// remain.
+// remain, or leases of the bindings of memory windows it waits for.
 func (i *Invalidation) Leases() bool {
 	if i.done.Load() {
 		return false
 	}
 	r := i.r
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.leasesUpTo(r.life.Load(), i.old)
+	l := r.leasesUpTo(r.life.Load(), i.old)
+	views := i.viewsLocked()
+	r.mu.Unlock()
+	if l {
+		return true
+	}
+	for _, v := range views {
+		if v.Leases() {
+			return true
+		}
+	}
+	return false
+}
+
+// viewsLocked returns a copy of the unbindings of windows i waits for, or
+// nil. Called with i.r.mu held.
+func (i *Invalidation) viewsLocked() []*Invalidation {
+	if len(i.views) == 0 {
+		return nil
+	}
+	return append([]*Invalidation(nil), i.views...)
+}
+
+// inUse reports whether pins of Acquire are held on the region or on the
+// bindings of windows i waits for.
+func (i *Invalidation) inUse() bool {
+	if i.r.legacy.Load() != 0 {
+		return true
+	}
+	i.r.mu.Lock()
+	views := i.viewsLocked()
+	i.r.mu.Unlock()
+	for _, v := range views {
+		if v.inUse() {
+			return true
+		}
+	}
+	return false
 }
 
 // OnDrained arranges for f to run once when the Invalidation has drained:
@@ -91,6 +130,9 @@ func (i *Invalidation) Wait(ctx context.Context) error {
 // an older one) that has not been revoked yet, once per holder, and returns
 // how many holders it called. From then on PinLeased fails for those
 // leases. Revoke runs the holders' Revoke methods on the calling goroutine.
+// The holders of leases on the bindings of memory windows the Invalidation
+// waits for are revoked too (with the binding as Revoke's region), and
+// counted once per binding they hold leases on.
 func (i *Invalidation) Revoke() int {
 	if i.done.Load() {
 		return 0
@@ -110,11 +152,16 @@ func (i *Invalidation) Revoke() int {
 			hs = append(hs, k.h)
 		}
 	}
+	views := i.viewsLocked()
 	r.mu.Unlock()
 	for _, h := range hs {
 		h.Revoke(r)
 	}
-	return len(hs)
+	n := len(hs)
+	for _, v := range views {
+		n += v.Revoke()
+	}
+	return n
 }
 
 func containsHolder(hs []Holder, h Holder) bool {
@@ -133,16 +180,22 @@ func containsHolder(hs []Holder, h Holder) bool {
 func (i *Invalidation) waitPins() {
 	r := i.r
 	r.mu.Lock()
+	views := i.viewsLocked()
 	if i.done.Load() || r.transientGone(r.life.Load(), i.old) {
 		r.mu.Unlock()
-		return
+	} else {
+		if i.pinsCh == nil {
+			i.pinsCh = make(chan struct{})
+		}
+		ch := i.pinsCh
+		r.mu.Unlock()
+		<-ch
 	}
-	if i.pinsCh == nil {
-		i.pinsCh = make(chan struct{})
+	// Pins through the region's windows: their bindings are invalid and
+	// their leases revoked, so no new one can be taken either.
+	for _, v := range views {
+		v.waitPins()
 	}
-	ch := i.pinsCh
-	r.mu.Unlock()
-	<-ch
 }
 
 // transientGone reports whether no transient pin of generation g or older
@@ -182,7 +235,7 @@ func (r *Region) settleLocked() []func() {
 			close(i.pinsCh)
 			i.pinsCh = nil
 		}
-		if blocked || !pinsGone || r.legacy.Load() != 0 || r.leasesUpTo(w, i.old) {
+		if blocked || !pinsGone || r.legacy.Load() != 0 || r.leasesUpTo(w, i.old) || len(i.views) > 0 {
 			blocked = true
 			continue
 		}

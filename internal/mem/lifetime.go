@@ -37,8 +37,19 @@ func (r *Region) latestLocked() *Invalidation {
 // there is nothing to do: it returns InvalidateUnknown and the most recent
 // invalidation still pending (so that its drain is still waited for), or
 // one that has drained.
+//
+// r may be the binding of a type 2 memory window (CheckLocalInvalidate and
+// CheckRemoteInvalidate return one for a window's STag): the window is
+// then unbound. A type 1 window's binding cannot be invalidated: it
+// returns InvalidateNotAllowed and the most recent invalidation, as for an
+// STag that is no longer current.
 func (t *Table) BeginInvalidate(r *Region, stag STag) (*Invalidation, InvalidateReason) {
 	r.mu.Lock()
+	if r.window != nil && r.window.typ == WindowType1 {
+		inv := r.latestLocked()
+		r.mu.Unlock()
+		return inv, InvalidateNotAllowed
+	}
 	s := r.state.Load()
 	if r.dead || s&validBit == 0 || uint8(s) != stag.Key() || stag.Index() != r.index {
 		inv := r.latestLocked()
@@ -72,6 +83,11 @@ func (t *Table) beginInvalidateAny(r *Region) *Invalidation {
 // clears and the generation moves on for good, and the Invalidation reports
 // when the old generation's pins and leases are gone: only then may the
 // caller reuse the buffer. Called again, it returns the same Invalidation.
+//
+// Every memory window bound to r is unbound at once, and the Invalidation
+// drains only once no byte moves through those windows either. On a
+// window's binding, BeginDeregister unbinds the window (whatever its type);
+// the window stays allocated.
 func (t *Table) BeginDeregister(r *Region) *Invalidation {
 	r.mu.Lock()
 	if r.dead {
@@ -96,7 +112,11 @@ func (t *Table) remove(r *Region) {
 		return
 	}
 	t.store(r.index, nil)
-	t.count--
+	if r.win != nil {
+		t.windows--
+	} else {
+		t.count--
+	}
 	if len(t.quarantine) < Quarantine {
 		t.quarantine = append(t.quarantine, r.index)
 	} else {
@@ -114,7 +134,13 @@ func (t *Table) remove(r *Region) {
 // Invalidation of the old generation, which reports when its pins and
 // leases are gone. (The contract's BeginRekey(r) had no access rights and
 // no STag to return; Rekey needs both.)
+//
+// A memory window's binding cannot be re-keyed (ErrWindowRekey): the window
+// is bound again instead (BeginBind).
 func (t *Table) BeginRekey(r *Region, access Access) (STag, *Invalidation, error) {
+	if r.window != nil {
+		return 0, nil, ErrWindowRekey
+	}
 	if access&^accessAll != 0 {
 		return 0, nil, ErrBadAccess
 	}
@@ -166,8 +192,13 @@ func (t *Table) Deregister(ctx context.Context, r *Region) error {
 // §6.2, local or remote invalidation), whatever its key, and waits like
 // Deregister (with the same end when ctx ends) until no pin or lease of the
 // old generation remains. The region stays registered and can be
-// re-validated with a new key by Rekey.
+// re-validated with a new key by Rekey. On a type 2 memory window's binding
+// it unbinds the window; a type 1 window's binding cannot be invalidated
+// (ErrWindowType1: unbind the window).
 func (t *Table) Invalidate(ctx context.Context, r *Region) error {
+	if r.window != nil && r.window.typ == WindowType1 {
+		return ErrWindowType1
+	}
 	_, err := t.beginInvalidateAny(r).complete(ctx, "invalidation")
 	return err
 }
@@ -175,8 +206,12 @@ func (t *Table) Invalidate(ctx context.Context, r *Region) error {
 // InvalidateSTag makes stag invalid at once for new arrivals, if it is
 // still r's current STag (a re-key in between wins), and waits like
 // Invalidate until no pin or lease of the old generation (or, if there was
-// nothing to invalidate, of the invalidation still pending) remains.
+// nothing to invalidate, of the invalidation still pending) remains. Like
+// Invalidate, it refuses a type 1 memory window's binding (ErrWindowType1).
 func (t *Table) InvalidateSTag(ctx context.Context, r *Region, stag STag) error {
+	if r.window != nil && r.window.typ == WindowType1 {
+		return ErrWindowType1
+	}
 	inv, _ := t.BeginInvalidate(r, stag)
 	_, err := inv.complete(ctx, "invalidation")
 	return err
@@ -212,7 +247,7 @@ func (i *Invalidation) complete(ctx context.Context, what string) (bool, error) 
 	}
 	leases := i.Leases()
 	n := i.Revoke()
-	if i.r.legacy.Load() != 0 {
+	if i.inUse() {
 		return false, &RevokedError{What: what, Holders: n, Err: err, InUse: true}
 	}
 	i.waitPins()
@@ -226,7 +261,7 @@ func (i *Invalidation) complete(ctx context.Context, what string) (bool, error) 
 // RekeyContext return when their context ended before the memory's users
 // were gone. It matches the context's error with errors.Is.
 type RevokedError struct {
-	What    string // "deregistration", "invalidation" or "re-key"
+	What    string // "deregistration", "invalidation", "re-key", "unbind", "bind" or "deallocation"
 	Holders int    // how many lease holders were revoked (their connections fail)
 	Err     error  // the context's error
 	InUse   bool   // pins of Acquire were still held: the call did not finish

@@ -37,6 +37,16 @@ type Region struct {
 	dead      bool               // deregistration has begun
 	dereg     *Invalidation      // the deregistration, once begun
 	finished  bool               // a blocking Deregister has finished the job
+
+	// Memory windows (window.go). win is set on a window's table entry,
+	// which is never valid itself; window and parent on a binding (a
+	// window's view of its parent's bytes). None changes after creation.
+	win    *Window
+	window *Window
+	parent *Region
+	// views are the bindings of windows to this region that have not
+	// drained since they were unbound. Guarded by mu.
+	views map[*Region]struct{}
 }
 
 const validBit = 1 << 8
@@ -70,6 +80,15 @@ func (r *Region) Valid() bool { return r.state.Load()&validBit != 0 }
 
 // Bytes returns the registered buffer.
 func (r *Region) Bytes() []byte { return r.buf }
+
+// Window returns the memory window r is a binding of, or nil if r is a
+// registered region. A binding is for remote access only: the engine must
+// not use it as the buffer of a local work request.
+func (r *Region) Window() *Window { return r.window }
+
+// Parent returns the region a window's binding exposes bytes of, or nil if
+// r is a registered region.
+func (r *Region) Parent() *Region { return r.parent }
 
 // check validates one access to [to, to+n) through stag against the state
 // word s. It is the whole of the protection check (RFC 5040 §6.4): STag

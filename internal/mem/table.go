@@ -32,7 +32,8 @@ type Table struct {
 	shards [shards]atomic.Pointer[map[uint32]*Region]
 
 	mu         sync.Mutex
-	count      int             // guarded by mu
+	count      int             // guarded by mu: registered regions
+	windows    int             // guarded by mu: allocated memory windows
 	quarantine []uint32        // guarded by mu: recently freed indices, a ring
 	qnext      int             // guarded by mu
 	qset       map[uint32]bool // guarded by mu
@@ -45,7 +46,8 @@ const Quarantine = 1 << 16
 
 // TableOptions configure NewTable.
 type TableOptions struct {
-	// MaxRegions bounds the number of registered regions; 0 means 1<<20.
+	// MaxRegions bounds the number of registered regions and allocated
+	// memory windows together (each takes a table index); 0 means 1<<20.
 	MaxRegions int
 	// Random supplies randomness for indices and keys; nil means crypto/rand.
 	// Tests inject a deterministic source for byte-stable transcripts.
@@ -100,18 +102,9 @@ func (t *Table) Register(pd uint32, buf []byte, access Access, base uint64) (*Re
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.count >= t.limit {
-		return nil, ErrTableFull
-	}
-	var index uint32
-	for tries := 0; ; tries++ {
-		index = t.random() & maxIndex
-		if index != 0 && t.lookup(index) == nil && !t.qset[index] {
-			break
-		}
-		if tries > 1<<16 {
-			return nil, ErrTableFull
-		}
+	index, err := t.newIndexLocked()
+	if err != nil {
+		return nil, err
 	}
 	r := &Region{table: t, index: index, pd: pd, buf: buf, base: base}
 	r.state.Store(packState(uint8(t.random()), true, access))
@@ -119,6 +112,23 @@ func (t *Table) Register(pd uint32, buf []byte, access Access, base uint64) (*Re
 	t.store(index, r)
 	t.count++
 	return r, nil
+}
+
+// newIndexLocked picks a free random index for a new table entry. Called
+// with t.mu held.
+func (t *Table) newIndexLocked() (uint32, error) {
+	if t.count+t.windows >= t.limit {
+		return 0, ErrTableFull
+	}
+	for tries := 0; ; tries++ {
+		index := t.random() & maxIndex
+		if index != 0 && t.lookup(index) == nil && !t.qset[index] {
+			return index, nil
+		}
+		if tries > 1<<16 {
+			return 0, ErrTableFull
+		}
+	}
 }
 
 // store publishes m[index] = r (or deletes it when r is nil) by copying the
@@ -138,24 +148,65 @@ func (t *Table) store(index uint32, r *Region) {
 	sp.Store(&m)
 }
 
-// Len returns the number of registered regions.
+// Len returns the number of registered regions (memory windows are not
+// counted: see Windows).
 func (t *Table) Len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.count
 }
 
+// Windows returns the number of allocated memory windows.
+func (t *Table) Windows() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.windows
+}
+
 // Lookup returns the region registered under stag's index whatever its key
 // and state, or nil. It is for invalidation requests, which name an STag and
-// need its region to report which check failed.
-func (t *Table) Lookup(stag STag) *Region { return t.lookup(stag.Index()) }
+// need its region to report which check failed. For a memory window's
+// index it returns the window's current (or last) binding, whatever its
+// key and state, or nil if the window was never bound.
+func (t *Table) Lookup(stag STag) *Region {
+	r := t.lookup(stag.Index())
+	if r != nil && r.win != nil {
+		return r.win.view.Load()
+	}
+	return r
+}
 
 // Check validates an access of n bytes at to through stag for protection
-// domain pd without pinning the region.
+// domain pd without pinning the region. For a memory window's STag it
+// returns the window's binding (see "Memory windows" in doc.go).
 func (t *Table) Check(stag STag, pd uint32, need Access, to uint64, n uint64) (*Region, Reason) {
 	r := t.lookup(stag.Index())
 	if r == nil {
 		return nil, InvalidSTag
+	}
+	if why := r.check(r.state.Load(), stag, pd, need, to, n); why != OK {
+		// A window's table entry is never valid: its check fails here.
+		if r.win != nil {
+			return r.win.check(stag, pd, need, to, n)
+		}
+		return nil, why
+	}
+	return r, OK
+}
+
+// CheckLocal validates a local use (an SGE of a local work request, by its
+// STag as an lkey) of n bytes at to for protection domain pd: the STag must
+// be a registered region's, valid with its key, in pd, inside the region,
+// and need may only ask for AccessLocalWrite (local read is always
+// allowed). A memory window's STag fails as an InvalidSTag: a window is for
+// remote access only.
+func (t *Table) CheckLocal(stag STag, pd uint32, need Access, to uint64, n uint64) (*Region, Reason) {
+	r := t.lookup(stag.Index())
+	if r == nil || r.win != nil {
+		return nil, InvalidSTag
+	}
+	if need&^AccessLocalWrite != 0 {
+		return nil, AccessViolated
 	}
 	if why := r.check(r.state.Load(), stag, pd, need, to, n); why != OK {
 		return nil, why
@@ -172,11 +223,15 @@ func (t *Table) Check(stag STag, pd uint32, need Access, to uint64, n uint64) (*
 // rebuild, which may hold them across a wait on the peer): every
 // invalidation waits for all of them, and a blocking call whose context
 // ends while one is held returns without finishing (see Deregister). New
-// code uses PinRemote.
+// code uses PinRemote. For a memory window's STag the pin is on the
+// window's binding (Release it there).
 func (t *Table) Acquire(stag STag, pd uint32, need Access, to uint64, n uint64) ([]byte, *Region, Reason) {
 	r := t.lookup(stag.Index())
 	if r == nil {
 		return nil, nil, InvalidSTag
+	}
+	if r.win != nil {
+		return r.win.acquire(stag, pd, need, to, n)
 	}
 	r.legacy.Add(1)
 	// Checked after pinning: a Begin that cleared the valid bit before this

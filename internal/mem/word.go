@@ -135,6 +135,10 @@ func (r *Region) unpin(g Gen) bool {
 // drain waits for) or saw the key of a later generation (the pin of an
 // older generation then only makes that drain wait a little longer). A
 // pin of generation g never passes with a key from before g.
+//
+// For a memory window's STag, the pin is on the window's current binding
+// (returned as the region, with its generation): see "Memory windows" in
+// doc.go.
 func (t *Table) PinRemote(stag STag, pd uint32, need Access, to, n uint64) ([]byte, *Region, Gen, Reason) {
 	r := t.lookup(stag.Index())
 	if r == nil {
@@ -142,6 +146,11 @@ func (t *Table) PinRemote(stag STag, pd uint32, need Access, to, n uint64) ([]by
 	}
 	g, ok := r.pinCurrent()
 	if !ok {
+		// A window's table entry is never live: its pin fails here, so
+		// the region path pays nothing for windows.
+		if r.win != nil {
+			return r.win.pinRemote(stag, pd, need, to, n)
+		}
 		return nil, nil, 0, InvalidSTag
 	}
 	if why := r.check(r.state.Load(), stag, pd, need, to, n); why != OK {
