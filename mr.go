@@ -5,31 +5,23 @@ import (
 	"errors"
 
 	"github.com/goiwarp/iwarp/internal/mem"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
-// Access is a set of access rights of registered memory.
-type Access uint16
+// Access is a set of access rights of registered memory or a memory
+// window (RFC 5040 §2.1; see rdma.Access for each right). Local read is
+// always allowed.
+type Access = rdma.Access
 
-// Access rights (RFC 5040 §2.1). Local read is always allowed.
+// Access rights.
 const (
-	// AccessLocalWrite lets the local RNIC write the memory: needed by
-	// receive buffers and RDMA Read sinks.
-	AccessLocalWrite Access = Access(mem.AccessLocalWrite)
-	// AccessRemoteRead lets a peer RDMA Read the memory.
-	AccessRemoteRead Access = Access(mem.AccessRemoteRead)
-	// AccessRemoteWrite lets a peer RDMA Write the memory.
-	AccessRemoteWrite Access = Access(mem.AccessRemoteWrite)
-	// AccessRemoteAtomic lets a peer run RFC 7306 atomics on the memory;
-	// the buffer must be 8-byte aligned.
-	AccessRemoteAtomic Access = Access(mem.AccessRemoteAtomic)
-	// AccessRemoteInvalidate lets a peer invalidate the region's STag with
-	// a Send with Invalidate (OpSendInvalidate). Without it the peer's
-	// request fails with Terminate RDMAP/1/0x09.
-	AccessRemoteInvalidate Access = Access(mem.AccessRemoteInvalidate)
+	AccessLocalWrite       = rdma.AccessLocalWrite
+	AccessRemoteRead       = rdma.AccessRemoteRead
+	AccessRemoteWrite      = rdma.AccessRemoteWrite
+	AccessRemoteAtomic     = rdma.AccessRemoteAtomic
+	AccessRemoteInvalidate = rdma.AccessRemoteInvalidate
+	AccessMWBind           = rdma.AccessMWBind
 )
-
-// String lists the rights.
-func (a Access) String() string { return mem.Access(a).String() }
 
 // MR is a registered memory region: a []byte the caller owns, exposed to
 // the RNIC (and, with remote access, to peers) under an STag. The caller
@@ -42,7 +34,7 @@ type MR struct {
 // RegisterMemory registers buf with the given access rights. The region's
 // tagged offsets start at 0: TO n addresses buf[n].
 func (pd *PD) RegisterMemory(buf []byte, access Access) (*MR, error) {
-	r, err := pd.dev.table.Register(pd.id, buf, mem.Access(access), 0)
+	r, err := pd.dev.table.Register(pd.id, buf, access, 0)
 	if err != nil {
 		return nil, wrapAs(ErrInvalidBuffer, err)
 	}
@@ -64,7 +56,7 @@ func (mr *MR) Len() int { return mr.r.Len() }
 func (mr *MR) Bytes() []byte { return mr.r.Bytes() }
 
 // Access returns the region's access rights.
-func (mr *MR) Access() Access { return Access(mr.r.Access()) }
+func (mr *MR) Access() Access { return mr.r.Access() }
 
 // PD returns the region's protection domain.
 func (mr *MR) PD() *PD { return mr.pd }
@@ -106,7 +98,7 @@ func (mr *MR) Deregister(ctx context.Context) error {
 // any more (docs/semantics.md rule 6). It returns the new STag; if ctx
 // ends first, the new STag is valid and the error says what was revoked.
 func (mr *MR) Rekey(ctx context.Context, access Access) (uint32, error) {
-	s, err := mr.pd.dev.table.RekeyContext(ctx, mr.r, mem.Access(access))
+	s, err := mr.pd.dev.table.RekeyContext(ctx, mr.r, access)
 	if err != nil {
 		var rev *mem.RevokedError
 		if errors.As(err, &rev) {

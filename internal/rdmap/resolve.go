@@ -7,8 +7,8 @@ import (
 
 // resolveSGL resolves the STags of sgl, a work request's local memory, in
 // table t for protection domain pd, appending the Segs to dst. An STag
-// must name a region by its current key (ErrBadSGE: unknown, or a key
-// re-keyed since), of pd (ErrPD), that covers the SGE's bytes (ErrBadSGE).
+// must name a registered region (not a memory window) by its current key
+// (ErrBadSGE: unknown, a window, or a key re-keyed since), of pd (ErrPD), that covers the SGE's bytes (ErrBadSGE).
 // A region that is invalid now is not refused here: its generation is
 // recorded, and the WR completes with a local protection error when it
 // uses the bytes (as it would had the region been invalidated after the
@@ -17,8 +17,8 @@ func resolveSGL(t *mem.Table, pd uint32, dst []Seg, sgl []rdma.SGE) ([]Seg, erro
 	for i := range sgl {
 		s := &sgl[i]
 		r := t.Lookup(mem.STag(s.STag))
-		if r == nil || uint32(r.STag()) != s.STag {
-			return dst, ErrBadSGE
+		if r == nil || r.Window() != nil || uint32(r.STag()) != s.STag {
+			return dst, ErrBadSGE // a memory window is for remote access only
 		}
 		if r.PD() != pd {
 			return dst, ErrPD
