@@ -11,6 +11,9 @@ import (
 // clear the valid bit and move to the next generation at once: later Pin,
 // Lease and PinRemote at the old generation fail. The Invalidation reports
 // when no pin or lease of the old generation (or an older one) remains.
+// A memory window's unbind is the Invalidation of its binding (window.go);
+// a region's Invalidation also waits for the unbinds of the windows its
+// Begin ended or found still draining.
 type Invalidation struct {
 	r   *Region
 	old Gen // the generation that ended

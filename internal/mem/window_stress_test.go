@@ -235,6 +235,7 @@ func TestStressWindows(t *testing.T) {
 	for _, h := range hs {
 		total += h.pins.Load()
 	}
+	t.Logf("%d rounds, %d accesses through the windows, %d drains", rounds, total, drains.Load())
 	if total < int64(rounds)/4 {
 		t.Fatalf("the workers got through the windows only %d times in %d rounds", total, rounds)
 	}
