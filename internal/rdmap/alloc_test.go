@@ -65,7 +65,7 @@ func TestAllocsPostWrite(t *testing.T) {
 			o.framing = f.opts
 			c, _, table := single(t, o)
 			src := region(t, table, testPD, size, 'w', 0)
-			wr := []SendWR{{ID: 1, Op: OpWrite, Flags: Signaled, SGL: []SGE{sge(src)}, RemoteSTag: 9}}
+			wr := []SendWR{{ID: 1, Op: rdma.OpWrite, Flags: rdma.Signaled, SGL: []rdma.SGE{sge(src)}, Remote: rdma.RemoteBuffer{STag: 9}}}
 			var s sink
 			comps := make([]Completion, 0, 4)
 			allocs(t, f.name+" Write", func() {
@@ -116,7 +116,7 @@ func TestAllocsReceive(t *testing.T) {
 			f.stream = append(f.stream, s...)
 			sizes = append(sizes, len(s))
 		}
-		recv := []RecvWR{{ID: 1, SGL: []SGE{sge(buf)}}}
+		recv := []RecvWR{{ID: 1, SGL: []rdma.SGE{sge(buf)}}}
 		comps := make([]Completion, 0, 4)
 		i := 0
 		allocs(t, fr.name+" Send and Write", func() {
@@ -166,8 +166,8 @@ func TestAllocsRequester(t *testing.T) {
 	o := defaults()
 	p := newOpPair(t, o)
 	wrs := []SendWR{
-		{ID: 1, Op: OpRead, Flags: Signaled, SGL: []SGE{{Region: p.local, Len: 8}}, RemoteSTag: stagOf(p.remote), RemoteTO: p.remote.Base()},
-		{ID: 2, Op: OpFetchAdd, Flags: Signaled, SGL: []SGE{{Region: p.local, Off: 8, Len: 8}}, RemoteSTag: stagOf(p.remote), RemoteTO: p.remote.Base() + 8, Data: 1},
+		{ID: 1, Op: rdma.OpRead, Flags: rdma.Signaled, SGL: []rdma.SGE{{STag: stagOf(p.local), Length: 8}}, Remote: rdma.RemoteBuffer{STag: stagOf(p.remote), TO: p.remote.Base()}},
+		{ID: 2, Op: rdma.OpFetchAdd, Flags: rdma.Signaled, SGL: []rdma.SGE{{STag: stagOf(p.local), Offset: 8, Length: 8}}, Remote: rdma.RemoteBuffer{STag: stagOf(p.remote), TO: p.remote.Base() + 8}, Add: 1},
 	}
 	var sa, sb sink
 	ab, ba := &feeder{}, &feeder{}

@@ -2,6 +2,8 @@ package rdmap
 
 import (
 	"testing"
+
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // BenchmarkRoundTrip measures the two cores' protocol work for one
@@ -9,15 +11,14 @@ import (
 // target of issue 17): posting, framing, deframing, validation, the
 // response and the completion, with no I/O.
 func BenchmarkRoundTrip(b *testing.B) {
-	for _, op := range []Op{OpRead, OpFetchAdd} {
+	for _, op := range []rdma.Opcode{rdma.OpRead, rdma.OpFetchAdd} {
 		b.Run(op.String(), func(b *testing.B) {
 			o := defaults()
 			o.ord, o.ird, o.sq = 16, 16, 32
 			p := newOpPair(b, o)
 			wrs := make([]SendWR, 16)
 			for i := range wrs {
-				wrs[i] = SendWR{ID: uint64(i), Op: op, Flags: Signaled, SGL: []SGE{{Region: p.local, Off: uint64(8 * i), Len: 8}},
-					RemoteSTag: stagOf(p.remote), RemoteTO: p.remote.Base() + uint64(8*i)}
+				wrs[i] = SendWR{ID: uint64(i), Op: op, Flags: rdma.Signaled, SGL: []rdma.SGE{{STag: stagOf(p.local), Offset: uint64(8 * i), Length: 8}}, Remote: rdma.RemoteBuffer{STag: stagOf(p.remote), TO: p.remote.Base() + uint64(8*i)}}
 			}
 			var sa, sb sink
 			ab, ba := &feeder{}, &feeder{}

@@ -14,14 +14,14 @@ func closeEnv(t *testing.T) (*Core, *peer, *mem.Table) {
 	o := defaults()
 	c, p, table := single(t, o)
 	buf := region(t, table, testPD, 256, 0, mem.AccessLocalWrite)
-	if _, err := c.PostRecv([]RecvWR{{ID: 10, SGL: []SGE{sge(buf)}}, {ID: 11}}); err != nil {
+	if _, err := c.PostRecv([]RecvWR{{ID: 10, SGL: []rdma.SGE{sge(buf)}}, {ID: 11}}); err != nil {
 		t.Fatal(err)
 	}
 	post(t, c,
-		SendWR{ID: 1, Op: OpSend, Flags: Signaled},
-		SendWR{ID: 2, Op: OpRead, Flags: Signaled, SGL: []SGE{{Region: buf, Len: 8}}, RemoteSTag: 9})
+		SendWR{ID: 1, Op: rdma.OpSend, Flags: rdma.Signaled},
+		SendWR{ID: 2, Op: rdma.OpRead, Flags: rdma.Signaled, SGL: []rdma.SGE{{STag: stagOf(buf), Length: 8}}, Remote: rdma.RemoteBuffer{STag: 9}})
 	p.recv(txAll(c))
-	post(t, c, SendWR{ID: 3, Op: OpSend}, SendWR{ID: 4, Op: OpWrite, Flags: Signaled, RemoteSTag: 9})
+	post(t, c, SendWR{ID: 3, Op: rdma.OpSend}, SendWR{ID: 4, Op: rdma.OpWrite, Flags: rdma.Signaled, Remote: rdma.RemoteBuffer{STag: 9}})
 	return c, p, table
 }
 
@@ -30,15 +30,15 @@ func closeEnv(t *testing.T) (*Core, *peer, *mem.Table) {
 // posting is refused afterwards with the QP's state and error.
 func TestCloseFlushesOnceInOrder(t *testing.T) {
 	c, _, _ := closeEnv(t)
-	wantComps(t, poll(c), Completion{Queue: SendQueue, ID: 1})
+	wantComps(t, poll(c), Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 1}})
 	c.Close()
 	got := poll(c)
 	wantComps(t, got,
-		Completion{Queue: SendQueue, ID: 2, Status: rdma.StatusFlushed},
-		Completion{Queue: SendQueue, ID: 3, Status: rdma.StatusFlushed},
-		Completion{Queue: SendQueue, ID: 4, Status: rdma.StatusFlushed},
-		Completion{Queue: RecvQueue, ID: 10, Status: rdma.StatusFlushed},
-		Completion{Queue: RecvQueue, ID: 11, Status: rdma.StatusFlushed})
+		Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 2, Status: rdma.StatusFlushed}},
+		Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 3, Status: rdma.StatusFlushed}},
+		Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 4, Status: rdma.StatusFlushed}},
+		Completion{Queue: RecvQueue, Completion: rdma.Completion{ID: 10, Status: rdma.StatusFlushed}},
+		Completion{Queue: RecvQueue, Completion: rdma.Completion{ID: 11, Status: rdma.StatusFlushed}})
 	for _, comp := range got {
 		if !errors.Is(comp.Err, ErrLocallyClosed) {
 			t.Fatalf("completion error %v", comp.Err)
@@ -56,7 +56,7 @@ func TestCloseFlushesOnceInOrder(t *testing.T) {
 	if c.State() != rdma.StateError || !errors.Is(c.Err(), ErrLocallyClosed) || !c.WantClose() || c.Waiting() || c.WantTx() || c.RxBuf() != nil {
 		t.Fatalf("after Close: %v %v", c.State(), c.Err())
 	}
-	if _, err := c.PostSend([]SendWR{{Op: OpSend}}); !errors.Is(err, ErrQPState) || !errors.Is(err, ErrLocallyClosed) {
+	if _, err := c.PostSend([]SendWR{{Op: rdma.OpSend}}); !errors.Is(err, ErrQPState) || !errors.Is(err, ErrLocallyClosed) {
 		t.Fatalf("PostSend after Close: %v", err)
 	}
 	if _, err := c.PostRecv([]RecvWR{{}}); !errors.Is(err, ErrQPState) {
@@ -107,7 +107,7 @@ func TestSendCompletesWhenWritten(t *testing.T) {
 	table := mem.NewTable(mem.TableOptions{})
 	c := newCore(t, table, o)
 	src := region(t, table, testPD, 3000, 's', 0)
-	post(t, c, SendWR{ID: 1, Op: OpSend, SGL: []SGE{sge(src)}}, SendWR{ID: 2, Op: OpSend, Flags: Signaled, SGL: []SGE{sge(src)}})
+	post(t, c, SendWR{ID: 1, Op: rdma.OpSend, SGL: []rdma.SGE{sge(src)}}, SendWR{ID: 2, Op: rdma.OpSend, Flags: rdma.Signaled, SGL: []rdma.SGE{sge(src)}})
 	total := 0
 	for _, b := range c.TxBufs(nil) {
 		total += len(b)
@@ -116,19 +116,19 @@ func TestSendCompletesWhenWritten(t *testing.T) {
 	if got := poll(c); len(got) != 0 {
 		t.Fatalf("completed before the last octet: %+v", got)
 	}
-	if _, err := c.PostSend([]SendWR{{ID: 3, Op: OpSend}}); !errors.Is(err, ErrSQNeedsSignaled) {
+	if _, err := c.PostSend([]SendWR{{ID: 3, Op: rdma.OpSend}}); !errors.Is(err, ErrSQNeedsSignaled) {
 		t.Fatalf("an unsignaled WR in the last slot: %v", err)
 	}
 	c.TxBufs(nil)
 	c.TxDone(1)
 	got := poll(c)
-	wantComps(t, got, Completion{Queue: SendQueue, ID: 2})
-	post(t, c, SendWR{ID: 3, Op: OpSend, Flags: Signaled})
-	if _, err := c.PostSend([]SendWR{{ID: 4, Op: OpSend, Flags: Signaled}}); !errors.Is(err, ErrSQFull) {
+	wantComps(t, got, Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 2}})
+	post(t, c, SendWR{ID: 3, Op: rdma.OpSend, Flags: rdma.Signaled})
+	if _, err := c.PostSend([]SendWR{{ID: 4, Op: rdma.OpSend, Flags: rdma.Signaled}}); !errors.Is(err, ErrSQFull) {
 		t.Fatalf("posting before the completion was released: %v", err)
 	}
 	c.ReleaseSend(got[0].Slot) // frees WR 2's slot and the unsignaled WR 1's
-	post(t, c, SendWR{ID: 4, Op: OpSend}, SendWR{ID: 5, Op: OpSend, Flags: Signaled})
+	post(t, c, SendWR{ID: 4, Op: rdma.OpSend}, SendWR{ID: 5, Op: rdma.OpSend, Flags: rdma.Signaled})
 }
 
 // TestDisconnect: after Disconnect no WR is accepted, the posted ones and
@@ -143,13 +143,13 @@ func TestDisconnect(t *testing.T) {
 	if _, err := c.PostRecv([]RecvWR{{ID: 10}}); err != nil {
 		t.Fatal(err)
 	}
-	post(t, c, SendWR{ID: 1, Op: OpRead, Flags: Signaled, SGL: []SGE{sge(sink)}, RemoteSTag: 9},
-		SendWR{ID: 2, Op: OpSend, Flags: Signaled})
+	post(t, c, SendWR{ID: 1, Op: rdma.OpRead, Flags: rdma.Signaled, SGL: []rdma.SGE{sge(sink)}, Remote: rdma.RemoteBuffer{STag: 9}},
+		SendWR{ID: 2, Op: rdma.OpSend, Flags: rdma.Signaled})
 	c.Disconnect()
 	if c.State() != rdma.StateClosing || c.WantHalfClose() {
 		t.Fatalf("state %v, half-close %v", c.State(), c.WantHalfClose())
 	}
-	if _, err := c.PostSend([]SendWR{{ID: 3, Op: OpSend}}); !errors.Is(err, ErrQPState) {
+	if _, err := c.PostSend([]SendWR{{ID: 3, Op: rdma.OpSend}}); !errors.Is(err, ErrQPState) {
 		t.Fatalf("PostSend while closing: %v", err)
 	}
 	out := p.recv(txAll(c))
@@ -167,7 +167,7 @@ func TestDisconnect(t *testing.T) {
 	if got := p.recv(txAll(c)); len(got) != 1 || got[0][1]&0xf != 2 {
 		t.Fatalf("answer %x", got)
 	}
-	wantComps(t, poll(c), Completion{Queue: SendQueue, ID: 1}, Completion{Queue: SendQueue, ID: 2})
+	wantComps(t, poll(c), Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 1}}, Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 2}})
 	if !c.WantHalfClose() || !c.Waiting() || c.WantClose() {
 		t.Fatalf("half-close %v, waiting %v, close %v", c.WantHalfClose(), c.Waiting(), c.WantClose())
 	}
@@ -175,7 +175,7 @@ func TestDisconnect(t *testing.T) {
 	if c.State() != rdma.StateError || c.Err() != ErrDisconnected || !c.WantClose() {
 		t.Fatalf("after the peer's close: %v %v", c.State(), c.Err())
 	}
-	wantComps(t, poll(c), Completion{Queue: RecvQueue, ID: 10, Status: rdma.StatusFlushed})
+	wantComps(t, poll(c), Completion{Queue: RecvQueue, Completion: rdma.Completion{ID: 10, Status: rdma.StatusFlushed}})
 }
 
 func be32(b []byte) uint32 {

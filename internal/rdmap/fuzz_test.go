@@ -3,6 +3,8 @@ package rdmap
 import (
 	"encoding/binary"
 	"testing"
+
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // FuzzRx feeds a core the ULPDUs of a hostile peer, framed correctly (so
@@ -33,9 +35,9 @@ func FuzzRx(f *testing.F) {
 		o.v2 = in[0]&1 == 1
 		e := newTermEnv(t, o)
 		post(t, e.c,
-			SendWR{ID: 100, Op: OpRead, Flags: Signaled, SGL: []SGE{{Region: e.sink, Len: 64}}, RemoteSTag: 77},
-			SendWR{ID: 101, Op: OpFetchAdd, Flags: Signaled, SGL: []SGE{{Region: e.sink, Len: 8}}, RemoteSTag: 77},
-			SendWR{ID: 102, Op: OpSend})
+			SendWR{ID: 100, Op: rdma.OpRead, Flags: rdma.Signaled, SGL: []rdma.SGE{{STag: stagOf(e.sink), Length: 64}}, Remote: rdma.RemoteBuffer{STag: 77}},
+			SendWR{ID: 101, Op: rdma.OpFetchAdd, Flags: rdma.Signaled, SGL: []rdma.SGE{{STag: stagOf(e.sink), Length: 8}}, Remote: rdma.RemoteBuffer{STag: 77}},
+			SendWR{ID: 102, Op: rdma.OpSend})
 		txAll(e.c)
 		var ulpdus [][]byte
 		for in = in[1:]; len(in) >= 2; {

@@ -62,7 +62,13 @@ func region(t testing.TB, table *mem.Table, pd uint32, n int, fill byte, acc mem
 }
 
 // sge is the whole region as one SGE.
-func sge(r *mem.Region) SGE { return SGE{Region: r, Len: uint32(r.Len())} }
+func sge(r *mem.Region) rdma.SGE { return rdma.SGE{STag: stagOf(r), Length: uint32(r.Len())} }
+
+// sgeBytes returns the bytes s names in table (its region by the STag's
+// index).
+func sgeBytes(table *mem.Table, s rdma.SGE) []byte {
+	return table.Lookup(mem.STag(s.STag)).Bytes()[s.Offset : s.Offset+uint64(s.Length)]
+}
 
 // txAll takes everything c has to send now, writing it all, and returns
 // the octets.

@@ -41,7 +41,7 @@ func TestDefect03NoPlacementAfterDeregister(t *testing.T) {
 		return c, newPeer(t, o), table, buf
 	}
 	readInto := func(t *testing.T, c *Core, p *peer, sink *mem.Region) []byte {
-		post(t, c, SendWR{ID: 1, Op: OpRead, Flags: Signaled, SGL: []SGE{sge(sink)}, RemoteSTag: 0x5500})
+		post(t, c, SendWR{ID: 1, Op: rdma.OpRead, Flags: rdma.Signaled, SGL: []rdma.SGE{sge(sink)}, Remote: rdma.RemoteBuffer{STag: 0x5500}})
 		rr := p.recv(txAll(c))[0]
 		return cat(tagged(2, true, be32(rr[18:]), be64(rr[22:])), payload)
 	}
@@ -64,7 +64,7 @@ func TestDefect03NoPlacementAfterDeregister(t *testing.T) {
 		}
 		resp := readInto(t, c, p, sink)
 		rxAll(c, p.frame(cat(untagged(4, true, stagOf(sink), 0, 1, 0))), 5)
-		if got := poll(c); len(got) != 1 || got[0].ID != 7 || got[0].InvSTag != stagOf(sink) || got[0].Flags != Invalidated {
+		if got := poll(c); len(got) != 1 || got[0].ID != 7 || got[0].Invalidated != stagOf(sink) || got[0].Solicited || got[0].HasImmediate {
 			t.Fatalf("completions %+v: want receive 7 invalidating the sink", got)
 		}
 		rxAll(c, p.frame(resp), 5)
@@ -75,7 +75,7 @@ func TestDefect03NoPlacementAfterDeregister(t *testing.T) {
 	})
 	t.Run("Send-into-deregistered-receive", func(t *testing.T) {
 		c, p, table, rb := setup(t)
-		if _, err := c.PostRecv([]RecvWR{{ID: 7, SGL: []SGE{sge(rb)}}}); err != nil {
+		if _, err := c.PostRecv([]RecvWR{{ID: 7, SGL: []rdma.SGE{sge(rb)}}}); err != nil {
 			t.Fatal(err)
 		}
 		table.BeginDeregister(rb)
@@ -87,7 +87,7 @@ func TestDefect03NoPlacementAfterDeregister(t *testing.T) {
 	})
 	t.Run("Send-spanning-SGEs-into-invalidated-receive", func(t *testing.T) {
 		c, p, table, rb := setup(t)
-		if _, err := c.PostRecv([]RecvWR{{ID: 7, SGL: []SGE{{Region: rb, Len: 4}, {Region: rb, Off: 4, Len: 12}}}}); err != nil {
+		if _, err := c.PostRecv([]RecvWR{{ID: 7, SGL: []rdma.SGE{{STag: stagOf(rb), Length: 4}, {STag: stagOf(rb), Offset: 4, Length: 12}}}}); err != nil {
 			t.Fatal(err)
 		}
 		table.BeginInvalidate(rb, rb.STag())
@@ -99,7 +99,7 @@ func TestDefect03NoPlacementAfterDeregister(t *testing.T) {
 	})
 	t.Run("Immediate-into-deregistered-receive", func(t *testing.T) {
 		c, p, table, rb := setup(t)
-		if _, err := c.PostRecv([]RecvWR{{ID: 7, SGL: []SGE{sge(rb)}}}); err != nil {
+		if _, err := c.PostRecv([]RecvWR{{ID: 7, SGL: []rdma.SGE{sge(rb)}}}); err != nil {
 			t.Fatal(err)
 		}
 		table.BeginDeregister(rb)
@@ -111,7 +111,7 @@ func TestDefect03NoPlacementAfterDeregister(t *testing.T) {
 	})
 	t.Run("atomic-result-deregistered", func(t *testing.T) {
 		c, p, table, res := setup(t)
-		post(t, c, SendWR{ID: 1, Op: OpFetchAdd, Flags: Signaled, SGL: []SGE{{Region: res, Len: 8}}, RemoteSTag: 9})
+		post(t, c, SendWR{ID: 1, Op: rdma.OpFetchAdd, Flags: rdma.Signaled, SGL: []rdma.SGE{{STag: stagOf(res), Length: 8}}, Remote: rdma.RemoteBuffer{STag: 9}})
 		p.recv(txAll(c))
 		table.BeginDeregister(res)
 		rxAll(c, p.frame(cat(untagged(0xB, true, 0, 3, 1, 0), make([]byte, 4), []byte{0, 0, 0, 0, 0, 0, 0, 42})), 5)
@@ -124,7 +124,7 @@ func TestDefect03NoPlacementAfterDeregister(t *testing.T) {
 		for _, n := range []int{16, 64 << 10} { // copied, leased
 			c, p, table, _ := setup(t)
 			src := region(t, table, testPD, n, 's', 0)
-			post(t, c, SendWR{ID: 1, Op: OpSend, Flags: Signaled, SGL: []SGE{sge(src)}})
+			post(t, c, SendWR{ID: 1, Op: rdma.OpSend, Flags: rdma.Signaled, SGL: []rdma.SGE{sge(src)}})
 			table.BeginDeregister(src)
 			if got := p.recv(txAll(c)); len(got) != 0 {
 				t.Fatalf("%d bytes: sent %d FPDUs from a deregistered source", n, len(got))
@@ -167,7 +167,7 @@ func TestRxBufPinsTheRead(t *testing.T) {
 	o := defaults()
 	c, p, table := single(t, o)
 	sink := region(t, table, testPD, 4000, 0, mem.AccessLocalWrite)
-	post(t, c, SendWR{ID: 1, Op: OpRead, Flags: Signaled, SGL: []SGE{{Region: sink, Len: 1000}}, RemoteSTag: 9})
+	post(t, c, SendWR{ID: 1, Op: rdma.OpRead, Flags: rdma.Signaled, SGL: []rdma.SGE{{STag: stagOf(sink), Length: 1000}}, Remote: rdma.RemoteBuffer{STag: 9}})
 	rr := p.recv(txAll(c))[0]
 	stream := p.frame(cat(tagged(2, true, be32(rr[18:]), be64(rr[22:])), bytes.Repeat([]byte{'r'}, 1000)))
 	rxAll(c, stream[:100], 100)
@@ -184,7 +184,7 @@ func TestRxBufPinsTheRead(t *testing.T) {
 	if !inv.Drained() {
 		t.Fatal("RxDone did not unpin the sink")
 	}
-	wantComps(t, poll(c), Completion{Queue: SendQueue, ID: 1, Status: rdma.StatusFlushed})
+	wantComps(t, poll(c), Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 1, Status: rdma.StatusFlushed}})
 }
 
 // TestDefect01LocalInvalidateBehindReadResponse: a Local Invalidate of a
@@ -200,7 +200,7 @@ func TestDefect01LocalInvalidateBehindReadResponse(t *testing.T) {
 		x := region(t, table, testPD, 64<<10, 3, mem.AccessRemoteRead)
 		rxAll(c, p.frame(cat(untagged(1, true, 0, 1, 1, 0), readReqHdr(0x6600, 0, 64<<10, stagOf(x), x.Base()))), 1<<20)
 		bufs := c.TxBufs(nil) // the response, referenced or copied, not yet written
-		post(t, c, SendWR{ID: 2, Op: OpLocalInv, Flags: Signaled, InvSTag: stagOf(x)})
+		post(t, c, SendWR{ID: 2, Op: rdma.OpLocalInvalidate, Flags: rdma.Signaled, InvalidateSTag: stagOf(x)})
 		total := 0
 		for _, b := range bufs {
 			total += len(b)
@@ -220,7 +220,7 @@ func TestDefect01LocalInvalidateBehindReadResponse(t *testing.T) {
 		} else {
 			got = poll(c)
 		}
-		wantComps(t, got, Completion{Queue: SendQueue, ID: 2})
+		wantComps(t, got, Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 2}})
 		if !crc && woken != 1 {
 			t.Fatalf("Wake ran %d times", woken)
 		}
@@ -260,8 +260,8 @@ func TestDefect02SendInvalidateWhileResponseLeased(t *testing.T) {
 	}
 	c.TxDone(0)
 	got := poll(c)
-	wantComps(t, got, Completion{Queue: RecvQueue, ID: 7})
-	if got[0].Flags != Invalidated {
+	wantComps(t, got, Completion{Queue: RecvQueue, Completion: rdma.Completion{ID: 7}})
+	if got[0].Invalidated == 0 || got[0].Solicited || got[0].HasImmediate {
 		t.Fatalf("receive %+v", got[0])
 	}
 }
@@ -314,7 +314,7 @@ func TestRevoke(t *testing.T) {
 func TestLeasedSendSurvivesDeregistration(t *testing.T) {
 	c, p, table := single(t, defaults())
 	src := region(t, table, testPD, 100<<10, 'L', 0)
-	post(t, c, SendWR{ID: 1, Op: OpSend, Flags: Signaled, SGL: []SGE{sge(src)}})
+	post(t, c, SendWR{ID: 1, Op: rdma.OpSend, Flags: rdma.Signaled, SGL: []rdma.SGE{sge(src)}})
 	first := append([]byte(nil), c.TxBufs(nil)[0]...)
 	c.TxDone(len(first))
 	inv := table.BeginDeregister(src)
@@ -332,7 +332,7 @@ func TestLeasedSendSurvivesDeregistration(t *testing.T) {
 	if !bytes.Equal(payload, src.Bytes()) {
 		t.Fatalf("sent %d payload octets, not the source's", len(payload))
 	}
-	wantComps(t, poll(c), Completion{Queue: SendQueue, ID: 1})
+	wantComps(t, poll(c), Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 1}})
 }
 
 // TestLocalInvalidateRefused: a Local Invalidate naming an STag it may not
@@ -340,11 +340,11 @@ func TestLeasedSendSurvivesDeregistration(t *testing.T) {
 func TestLocalInvalidateRefused(t *testing.T) {
 	c, _, table := single(t, defaults())
 	other := region(t, table, testPD+1, 8, 0, 0)
-	post(t, c, SendWR{ID: 1, Op: OpLocalInv, InvSTag: stagOf(other)}, SendWR{ID: 2, Op: OpLocalInv, InvSTag: 0x123456}, SendWR{ID: 3, Op: OpSend, Flags: Signaled})
+	post(t, c, SendWR{ID: 1, Op: rdma.OpLocalInvalidate, InvalidateSTag: stagOf(other)}, SendWR{ID: 2, Op: rdma.OpLocalInvalidate, InvalidateSTag: 0x123456}, SendWR{ID: 3, Op: rdma.OpSend, Flags: rdma.Signaled})
 	txAll(c)
 	got := poll(c)
-	wantComps(t, got, Completion{Queue: SendQueue, ID: 1, Status: rdma.StatusLocalProtection},
-		Completion{Queue: SendQueue, ID: 2, Status: rdma.StatusLocalProtection}, Completion{Queue: SendQueue, ID: 3})
+	wantComps(t, got, Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 1, Status: rdma.StatusLocalProtection}},
+		Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 2, Status: rdma.StatusLocalProtection}}, Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 3}})
 	if !errors.Is(got[0].Err, ErrLocalInvalidate) || c.State() != rdma.StateRTS || !other.Valid() {
 		t.Fatalf("%v; state %v", got[0].Err, c.State())
 	}
@@ -357,7 +357,7 @@ func TestLocalInvalidateRefused(t *testing.T) {
 func TestTerminateCutsMessage(t *testing.T) {
 	c, p, table := single(t, defaults())
 	src := region(t, table, testPD, 4<<20, 'w', 0)
-	post(t, c, SendWR{ID: 1, Op: OpWrite, Flags: Signaled, SGL: []SGE{sge(src)}, RemoteSTag: 9})
+	post(t, c, SendWR{ID: 1, Op: rdma.OpWrite, Flags: rdma.Signaled, SGL: []rdma.SGE{sge(src)}, Remote: rdma.RemoteBuffer{STag: 9}})
 	bufs := c.TxBufs(nil)
 	queued := 0
 	for _, b := range bufs {
@@ -383,7 +383,7 @@ func TestTerminateCutsMessage(t *testing.T) {
 		t.Fatal("the cut Write's lease did not end once its octets were written")
 	}
 	c.RxEOF(nil)
-	wantComps(t, poll(c), Completion{Queue: SendQueue, ID: 1, Status: rdma.StatusFlushed})
+	wantComps(t, poll(c), Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 1, Status: rdma.StatusFlushed}})
 }
 
 // TestNoByteAfterDrain: a deregistration begun at any point of a Read
@@ -395,7 +395,7 @@ func TestNoByteAfterDrain(t *testing.T) {
 		o := defaults()
 		o.framing.RecvMarkers, o.framing.SendMarkers = markers, markers
 		resp := func(c *Core, p *peer, sink *mem.Region) []byte {
-			post(t, c, SendWR{ID: 1, Op: OpRead, Flags: Signaled, SGL: []SGE{{Region: sink, Len: 2000}}, RemoteSTag: 9})
+			post(t, c, SendWR{ID: 1, Op: rdma.OpRead, Flags: rdma.Signaled, SGL: []rdma.SGE{{STag: stagOf(sink), Length: 2000}}, Remote: rdma.RemoteBuffer{STag: 9}})
 			rr := p.recv(txAll(c))[0]
 			return p.frame(cat(tagged(2, true, be32(rr[18:]), be64(rr[22:])), bytes.Repeat([]byte{'r'}, 2000)))
 		}
@@ -459,8 +459,8 @@ func TestCloseStopsWaitingForAnotherQPsLease(t *testing.T) {
 	}
 	c.Close()
 	got := poll(c)
-	wantComps(t, got, Completion{Queue: RecvQueue, ID: 7, Status: rdma.StatusFlushed}, Completion{Queue: RecvQueue, ID: 8, Status: rdma.StatusFlushed})
-	if got[0].Flags != 0 {
+	wantComps(t, got, Completion{Queue: RecvQueue, Completion: rdma.Completion{ID: 7, Status: rdma.StatusFlushed}}, Completion{Queue: RecvQueue, Completion: rdma.Completion{ID: 8, Status: rdma.StatusFlushed}})
+	if got[0].Solicited || got[0].Invalidated != 0 || got[0].HasImmediate {
 		t.Fatalf("after Close: %+v, want a plain flushed completion", got[0])
 	}
 	if x.Valid() {

@@ -23,7 +23,7 @@ func TestRaiseMULPDU(t *testing.T) {
 		src.Bytes()[i] = byte(i * 7)
 	}
 	dst := region(t, table, testPD, size, 0, mem.AccessLocalWrite|mem.AccessRemoteWrite)
-	post(t, a, SendWR{ID: 1, Op: OpWrite, Flags: Signaled, SGL: []SGE{sge(src)}, RemoteSTag: uint32(dst.STag()), RemoteTO: dst.Base()})
+	post(t, a, SendWR{ID: 1, Op: rdma.OpWrite, Flags: rdma.Signaled, SGL: []rdma.SGE{sge(src)}, Remote: rdma.RemoteBuffer{STag: uint32(dst.STag()), TO: dst.Base()}})
 
 	var first []byte
 	for _, buf := range a.TxBufs(nil) {
@@ -55,7 +55,7 @@ func TestRaiseMULPDU(t *testing.T) {
 			t.Fatalf("FPDU %d after the raise has a %d-octet ULPDU, want 8000 (less only for the last)", i, len(u))
 		}
 	}
-	wantComps(t, poll(a), Completion{Queue: SendQueue, ID: 1})
+	wantComps(t, poll(a), Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 1}})
 	if took := rxAll(b, append(first, rest...), 1<<20); took != len(first)+len(rest) {
 		t.Fatalf("the sink took %d of %d octets", took, len(first)+len(rest))
 	}

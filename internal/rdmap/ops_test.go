@@ -55,15 +55,15 @@ func TestOperations(t *testing.T) {
 	ops := []op{
 		{"Send-multi-SGE", false, func(t *testing.T, p *opPair) {
 			src := region(t, p.table, testPD, 5000, 'S', 0)
-			if _, err := p.b.PostRecv([]RecvWR{{ID: 9, SGL: []SGE{{Region: p.recvB, Len: 10}, {Region: p.recvB, Off: 100, Len: 6000}}}}); err != nil {
+			if _, err := p.b.PostRecv([]RecvWR{{ID: 9, SGL: []rdma.SGE{{STag: stagOf(p.recvB), Length: 10}, {STag: stagOf(p.recvB), Offset: 100, Length: 6000}}}}); err != nil {
 				t.Fatal(err)
 			}
-			post(t, p.a, SendWR{ID: 1, Op: OpSendSE, Flags: Signaled, SGL: []SGE{{Region: src, Len: 3000}, {Region: src, Off: 3000, Len: 2000}}})
+			post(t, p.a, SendWR{ID: 1, Op: rdma.OpSend, Flags: rdma.Solicited | rdma.Signaled, SGL: []rdma.SGE{{STag: stagOf(src), Length: 3000}, {STag: stagOf(src), Offset: 3000, Length: 2000}}})
 			pump(p.a, p.b, p.chunk(t))
-			wantComps(t, poll(p.a), Completion{Queue: SendQueue, ID: 1})
+			wantComps(t, poll(p.a), Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 1}})
 			r := poll(p.b)
-			wantComps(t, r, Completion{Queue: RecvQueue, ID: 9})
-			if r[0].Len != 5000 || r[0].Flags != Solicited {
+			wantComps(t, r, Completion{Queue: RecvQueue, Completion: rdma.Completion{ID: 9}})
+			if r[0].Len != 5000 || !r[0].Solicited || r[0].Invalidated != 0 || r[0].HasImmediate {
 				t.Fatalf("receive %+v", r[0])
 			}
 			got := append(append([]byte(nil), p.recvB.Bytes()[:10]...), p.recvB.Bytes()[100:100+4990]...)
@@ -74,10 +74,10 @@ func TestOperations(t *testing.T) {
 		{"Write-then-Read", false, func(t *testing.T, p *opPair) {
 			src := region(t, p.table, testPD, 6000, 'W', 0)
 			post(t, p.a,
-				SendWR{ID: 1, Op: OpWrite, Flags: Signaled, SGL: []SGE{sge(src)}, RemoteSTag: uint32(p.remote.STag()), RemoteTO: p.remote.Base() + 100},
-				SendWR{ID: 2, Op: OpRead, Flags: Signaled, SGL: []SGE{{Region: p.local, Len: 6100}}, RemoteSTag: uint32(p.remote.STag()), RemoteTO: p.remote.Base()})
+				SendWR{ID: 1, Op: rdma.OpWrite, Flags: rdma.Signaled, SGL: []rdma.SGE{sge(src)}, Remote: rdma.RemoteBuffer{STag: uint32(p.remote.STag()), TO: p.remote.Base() + 100}},
+				SendWR{ID: 2, Op: rdma.OpRead, Flags: rdma.Signaled, SGL: []rdma.SGE{{STag: stagOf(p.local), Length: 6100}}, Remote: rdma.RemoteBuffer{STag: uint32(p.remote.STag()), TO: p.remote.Base()}})
 			pump(p.a, p.b, p.chunk(t))
-			wantComps(t, poll(p.a), Completion{Queue: SendQueue, ID: 1}, Completion{Queue: SendQueue, ID: 2})
+			wantComps(t, poll(p.a), Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 1}}, Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 2}})
 			if !bytes.Equal(p.local.Bytes()[100:6100], src.Bytes()) || !bytes.Equal(p.local.Bytes()[:6100], p.remote.Bytes()[:6100]) {
 				t.Fatal("Read did not return what the Write wrote")
 			}
@@ -85,11 +85,11 @@ func TestOperations(t *testing.T) {
 		{"Atomics", false, func(t *testing.T, p *opPair) {
 			binary.NativeEndian.PutUint64(p.remote.Bytes()[8:], 40)
 			post(t, p.a,
-				SendWR{ID: 1, Op: OpFetchAdd, Flags: Signaled, SGL: []SGE{{Region: p.local, Len: 8}}, RemoteSTag: uint32(p.remote.STag()), RemoteTO: p.remote.Base() + 8, Data: 2},
-				SendWR{ID: 2, Op: OpCmpSwap, Flags: Signaled, RemoteSTag: uint32(p.remote.STag()), RemoteTO: p.remote.Base() + 8, Compare: 42, CompareMask: ^uint64(0), Data: 7, Mask: ^uint64(0)})
+				SendWR{ID: 1, Op: rdma.OpFetchAdd, Flags: rdma.Signaled, SGL: []rdma.SGE{{STag: stagOf(p.local), Length: 8}}, Remote: rdma.RemoteBuffer{STag: uint32(p.remote.STag()), TO: p.remote.Base() + 8}, Add: 2},
+				SendWR{ID: 2, Op: rdma.OpCompareSwap, Flags: rdma.Signaled, Remote: rdma.RemoteBuffer{STag: uint32(p.remote.STag()), TO: p.remote.Base() + 8}, Compare: 42, CompareMask: ^uint64(0), Swap: 7, SwapMask: ^uint64(0)})
 			pump(p.a, p.b, p.chunk(t))
 			c := poll(p.a)
-			wantComps(t, c, Completion{Queue: SendQueue, ID: 1}, Completion{Queue: SendQueue, ID: 2})
+			wantComps(t, c, Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 1}}, Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 2}})
 			if c[0].Original != 40 || c[1].Original != 42 || c[0].Len != 8 || binary.NativeEndian.Uint64(p.local.Bytes()) != 40 {
 				t.Fatalf("atomic results %+v", c)
 			}
@@ -99,17 +99,17 @@ func TestOperations(t *testing.T) {
 		}},
 		{"Immediate-and-WriteImm", false, func(t *testing.T, p *opPair) {
 			src := region(t, p.table, testPD, 2000, 'I', 0)
-			if _, err := p.b.PostRecv([]RecvWR{{ID: 1, SGL: []SGE{{Region: p.recvB, Len: 16}}}, {ID: 2}}); err != nil {
+			if _, err := p.b.PostRecv([]RecvWR{{ID: 1, SGL: []rdma.SGE{{STag: stagOf(p.recvB), Length: 16}}}, {ID: 2}}); err != nil {
 				t.Fatal(err)
 			}
 			post(t, p.a,
-				SendWR{ID: 1, Op: OpImmediateSE, Imm: 0x0102030405060708},
-				SendWR{ID: 2, Op: OpWriteImm, Flags: Signaled, Imm: 99, SGL: []SGE{sge(src)}, RemoteSTag: uint32(p.remote.STag()), RemoteTO: p.remote.Base()})
+				SendWR{ID: 1, Op: rdma.OpImmediate, Flags: rdma.Solicited, Immediate: 0x0102030405060708},
+				SendWR{ID: 2, Op: rdma.OpWrite, Flags: rdma.WithImmediate | rdma.Signaled, Immediate: 99, SGL: []rdma.SGE{sge(src)}, Remote: rdma.RemoteBuffer{STag: uint32(p.remote.STag()), TO: p.remote.Base()}})
 			pump(p.a, p.b, p.chunk(t))
-			wantComps(t, poll(p.a), Completion{Queue: SendQueue, ID: 2})
+			wantComps(t, poll(p.a), Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 2}})
 			r := poll(p.b)
-			wantComps(t, r, Completion{Queue: RecvQueue, ID: 1}, Completion{Queue: RecvQueue, ID: 2})
-			if r[0].Imm != 0x0102030405060708 || r[0].Flags != HasImm|Solicited || r[0].Len != 8 || r[1].Imm != 99 || r[1].Len != 0 {
+			wantComps(t, r, Completion{Queue: RecvQueue, Completion: rdma.Completion{ID: 1}}, Completion{Queue: RecvQueue, Completion: rdma.Completion{ID: 2}})
+			if r[0].Immediate != 0x0102030405060708 || !r[0].HasImmediate || !r[0].Solicited || r[0].Invalidated != 0 || r[0].Len != 8 || r[1].Immediate != 99 || r[1].Len != 0 {
 				t.Fatalf("receives %+v", r)
 			}
 			if !bytes.Equal(p.recvB.Bytes()[:8], []byte{1, 2, 3, 4, 5, 6, 7, 8}) || !bytes.Equal(p.remote.Bytes()[:2000], src.Bytes()) {
@@ -117,18 +117,18 @@ func TestOperations(t *testing.T) {
 			}
 		}},
 		{"ReadInv-then-SendInv", false, func(t *testing.T, p *opPair) {
-			if _, err := p.b.PostRecv([]RecvWR{{ID: 1, SGL: []SGE{{Region: p.recvB, Len: 16}}}}); err != nil {
+			if _, err := p.b.PostRecv([]RecvWR{{ID: 1, SGL: []rdma.SGE{{STag: stagOf(p.recvB), Length: 16}}}}); err != nil {
 				t.Fatal(err)
 			}
 			stag := uint32(p.remote.STag())
-			post(t, p.a, SendWR{ID: 1, Op: OpReadInv, Flags: Signaled, SGL: []SGE{{Region: p.local, Len: 64}}, RemoteSTag: stag, RemoteTO: p.remote.Base()})
+			post(t, p.a, SendWR{ID: 1, Op: rdma.OpRead, Flags: rdma.Invalidate | rdma.Signaled, SGL: []rdma.SGE{{STag: stagOf(p.local), Length: 64}}, Remote: rdma.RemoteBuffer{STag: stag, TO: p.remote.Base()}})
 			pump(p.a, p.b, p.chunk(t))
-			post(t, p.a, SendWR{ID: 2, Op: OpSendInv, Flags: Signaled, InvSTag: stag})
+			post(t, p.a, SendWR{ID: 2, Op: rdma.OpSend, Flags: rdma.Invalidate | rdma.Signaled, InvalidateSTag: stag})
 			pump(p.a, p.b, p.chunk(t))
-			wantComps(t, poll(p.a), Completion{Queue: SendQueue, ID: 1}, Completion{Queue: SendQueue, ID: 2})
+			wantComps(t, poll(p.a), Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 1}}, Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 2}})
 			r := poll(p.b)
-			wantComps(t, r, Completion{Queue: RecvQueue, ID: 1})
-			if r[0].Flags != Invalidated || r[0].InvSTag != stag || p.remote.Valid() || p.local.Valid() {
+			wantComps(t, r, Completion{Queue: RecvQueue, Completion: rdma.Completion{ID: 1}})
+			if r[0].Invalidated != stag || r[0].Solicited || r[0].HasImmediate || p.remote.Valid() || p.local.Valid() {
 				t.Fatalf("receive %+v; remote valid %v, local valid %v", r[0], p.remote.Valid(), p.local.Valid())
 			}
 			if !bytes.Equal(p.local.Bytes()[:64], p.remote.Bytes()[:64]) {
@@ -144,32 +144,32 @@ func TestOperations(t *testing.T) {
 			}
 			stag := uint32(p.remote.STag())
 			post(t, p.a,
-				SendWR{ID: 1, Op: OpRead, Flags: Signaled, SGL: []SGE{{Region: p.local, Len: 6000}}, RemoteSTag: stag, RemoteTO: p.remote.Base()},
-				SendWR{ID: 2, Op: OpSendInv, Flags: Signaled, InvSTag: stag})
+				SendWR{ID: 1, Op: rdma.OpRead, Flags: rdma.Signaled, SGL: []rdma.SGE{{STag: stagOf(p.local), Length: 6000}}, Remote: rdma.RemoteBuffer{STag: stag, TO: p.remote.Base()}},
+				SendWR{ID: 2, Op: rdma.OpSend, Flags: rdma.Invalidate | rdma.Signaled, InvalidateSTag: stag})
 			rxAll(p.b, txAll(p.a), p.chunk(t))
 			if r := poll(p.b); len(r) != 0 || p.remote.Valid() {
 				t.Fatalf("receive %+v before the response went (source valid: %v)", r, p.remote.Valid())
 			}
 			pump(p.a, p.b, p.chunk(t))
-			wantComps(t, poll(p.a), Completion{Queue: SendQueue, ID: 1}, Completion{Queue: SendQueue, ID: 2})
-			wantComps(t, poll(p.b), Completion{Queue: RecvQueue, ID: 1})
+			wantComps(t, poll(p.a), Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 1}}, Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 2}})
+			wantComps(t, poll(p.b), Completion{Queue: RecvQueue, Completion: rdma.Completion{ID: 1}})
 			if !bytes.Equal(p.local.Bytes()[:6000], p.remote.Bytes()[:6000]) {
 				t.Fatal("Read data differs")
 			}
 		}},
 		{"SendImm", true, func(t *testing.T, p *opPair) {
 			src := region(t, p.table, testPD, 3000, 'V', 0)
-			if _, err := p.b.PostRecv([]RecvWR{{ID: 1, SGL: []SGE{{Region: p.recvB, Len: 3000}}}, {ID: 2}}); err != nil {
+			if _, err := p.b.PostRecv([]RecvWR{{ID: 1, SGL: []rdma.SGE{{STag: stagOf(p.recvB), Length: 3000}}}, {ID: 2}}); err != nil {
 				t.Fatal(err)
 			}
 			post(t, p.a,
-				SendWR{ID: 1, Op: OpSendImm, Flags: Signaled, Imm: 5, SGL: []SGE{sge(src)}},
-				SendWR{ID: 2, Op: OpSendSEInvImm, Flags: Signaled, Imm: 6, InvSTag: uint32(p.remote.STag())})
+				SendWR{ID: 1, Op: rdma.OpSend, Flags: rdma.WithImmediate | rdma.Signaled, Immediate: 5, SGL: []rdma.SGE{sge(src)}},
+				SendWR{ID: 2, Op: rdma.OpSend, Flags: rdma.WithImmediate | rdma.Solicited | rdma.Invalidate | rdma.Signaled, Immediate: 6, InvalidateSTag: uint32(p.remote.STag())})
 			pump(p.a, p.b, p.chunk(t))
-			wantComps(t, poll(p.a), Completion{Queue: SendQueue, ID: 1}, Completion{Queue: SendQueue, ID: 2})
+			wantComps(t, poll(p.a), Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 1}}, Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 2}})
 			r := poll(p.b)
-			wantComps(t, r, Completion{Queue: RecvQueue, ID: 1}, Completion{Queue: RecvQueue, ID: 2})
-			if r[0].Imm != 5 || r[0].Len != 3000 || r[1].Imm != 6 || r[1].Flags != HasImm|Solicited|Invalidated {
+			wantComps(t, r, Completion{Queue: RecvQueue, Completion: rdma.Completion{ID: 1}}, Completion{Queue: RecvQueue, Completion: rdma.Completion{ID: 2}})
+			if r[0].Immediate != 5 || r[0].Len != 3000 || r[1].Immediate != 6 || !r[1].HasImmediate || !r[1].Solicited || r[1].Invalidated == 0 {
 				t.Fatalf("receives %+v", r)
 			}
 			if !bytes.Equal(p.recvB.Bytes()[:3000], src.Bytes()) || p.remote.Valid() {
@@ -177,10 +177,9 @@ func TestOperations(t *testing.T) {
 			}
 		}},
 		{"ReadV2", true, func(t *testing.T, p *opPair) {
-			post(t, p.a, SendWR{ID: 3, Op: OpReadV2, Flags: Signaled, SGL: []SGE{{Region: p.local, Len: 1000}, {Region: p.local, Off: 4000, Len: 3000}},
-				RemoteSTag: uint32(p.remote.STag()), RemoteTO: p.remote.Base()})
+			post(t, p.a, SendWR{ID: 3, Op: rdma.OpReadV2, Flags: rdma.Signaled, SGL: []rdma.SGE{{STag: stagOf(p.local), Length: 1000}, {STag: stagOf(p.local), Offset: 4000, Length: 3000}}, Remote: rdma.RemoteBuffer{STag: uint32(p.remote.STag()), TO: p.remote.Base()}})
 			pump(p.a, p.b, p.chunk(t))
-			wantComps(t, poll(p.a), Completion{Queue: SendQueue, ID: 3})
+			wantComps(t, poll(p.a), Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 3}})
 			got := append(append([]byte(nil), p.local.Bytes()[:1000]...), p.local.Bytes()[4000:7000]...)
 			if !bytes.Equal(got, p.remote.Bytes()[:4000]) {
 				t.Fatal("Read V2 data differs")

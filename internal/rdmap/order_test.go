@@ -24,11 +24,11 @@ func TestDefect13ReadThenAtomic(t *testing.T) {
 			sink := region(t, p.table, testPD, size, 0, mem.AccessLocalWrite)
 			binary.NativeEndian.PutUint64(src.Bytes()[size-8:], 1000)
 			post(t, p.a,
-				SendWR{ID: 1, Op: OpRead, Flags: Signaled, SGL: []SGE{sge(sink)}, RemoteSTag: stagOf(src), RemoteTO: src.Base()},
-				SendWR{ID: 2, Op: OpFetchAdd, Flags: Signaled, RemoteSTag: stagOf(src), RemoteTO: src.Base() + size - 8, Data: 1})
+				SendWR{ID: 1, Op: rdma.OpRead, Flags: rdma.Signaled, SGL: []rdma.SGE{sge(sink)}, Remote: rdma.RemoteBuffer{STag: stagOf(src), TO: src.Base()}},
+				SendWR{ID: 2, Op: rdma.OpFetchAdd, Flags: rdma.Signaled, Remote: rdma.RemoteBuffer{STag: stagOf(src), TO: src.Base() + size - 8}, Add: 1})
 			pump(p.a, p.b, chunk)
 			got := poll(p.a)
-			wantComps(t, got, Completion{Queue: SendQueue, ID: 1}, Completion{Queue: SendQueue, ID: 2})
+			wantComps(t, got, Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 1}}, Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 2}})
 			if r := binary.NativeEndian.Uint64(sink.Bytes()[size-8:]); r != 1000 || got[1].Original != 1000 {
 				t.Errorf("%s, reads of %d: the Read (posted first) returned %d, the FetchAdd found %d: want 1000 for both", f.name, chunk, r, got[1].Original)
 			}
@@ -51,17 +51,17 @@ func TestAtomicRunsBeforeLaterMessages(t *testing.T) {
 	}
 	binary.NativeEndian.PutUint64(p.remote.Bytes()[16:], 5)
 	post(t, p.a,
-		SendWR{ID: 1, Op: OpFetchAdd, Flags: Signaled, RemoteSTag: stagOf(p.remote), RemoteTO: p.remote.Base() + 16, Data: 10},
-		SendWR{ID: 2, Op: OpSend, Flags: Signaled},
-		SendWR{ID: 3, Op: OpRead, Flags: Signaled, SGL: []SGE{{Region: p.local, Len: 8}}, RemoteSTag: stagOf(p.remote), RemoteTO: p.remote.Base() + 16})
+		SendWR{ID: 1, Op: rdma.OpFetchAdd, Flags: rdma.Signaled, Remote: rdma.RemoteBuffer{STag: stagOf(p.remote), TO: p.remote.Base() + 16}, Add: 10},
+		SendWR{ID: 2, Op: rdma.OpSend, Flags: rdma.Signaled},
+		SendWR{ID: 3, Op: rdma.OpRead, Flags: rdma.Signaled, SGL: []rdma.SGE{{STag: stagOf(p.local), Length: 8}}, Remote: rdma.RemoteBuffer{STag: stagOf(p.remote), TO: p.remote.Base() + 16}})
 	rxAll(p.b, txAll(p.a), 1<<20)
-	wantComps(t, poll(p.b), Completion{Queue: RecvQueue, ID: 1})
+	wantComps(t, poll(p.b), Completion{Queue: RecvQueue, Completion: rdma.Completion{ID: 1}})
 	if v := binary.NativeEndian.Uint64(p.remote.Bytes()[16:]); v != 15 {
 		t.Fatalf("at the Send's completion the target holds %d, want 15", v)
 	}
 	pump(p.a, p.b, 1<<20)
 	got := poll(p.a)
-	wantComps(t, got, Completion{Queue: SendQueue, ID: 1}, Completion{Queue: SendQueue, ID: 2}, Completion{Queue: SendQueue, ID: 3})
+	wantComps(t, got, Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 1}}, Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 2}}, Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 3}})
 	if got[0].Original != 5 || binary.NativeEndian.Uint64(p.local.Bytes()) != 15 {
 		t.Fatalf("FetchAdd found %d, the Read returned %d", got[0].Original, binary.NativeEndian.Uint64(p.local.Bytes()))
 	}
@@ -71,23 +71,23 @@ func TestAtomicRunsBeforeLaterMessages(t *testing.T) {
 // earlier Read and atomic completed (RFC 5040 §5.5); an unfenced one does
 // not wait.
 func TestFenceWaitsForReadsAndAtomics(t *testing.T) {
-	for _, first := range []Op{OpRead, OpFetchAdd} {
+	for _, first := range []rdma.Opcode{rdma.OpRead, rdma.OpFetchAdd} {
 		p := newOpPair(t, defaults())
 		if _, err := p.b.PostRecv([]RecvWR{{ID: 1}, {ID: 2}}); err != nil {
 			t.Fatal(err)
 		}
 		post(t, p.a,
-			SendWR{ID: 1, Op: first, Flags: Signaled, SGL: []SGE{{Region: p.local, Len: 8}}, RemoteSTag: stagOf(p.remote), RemoteTO: p.remote.Base()},
-			SendWR{ID: 2, Op: OpSend},
-			SendWR{ID: 3, Op: OpSend, Flags: Signaled | Fence})
+			SendWR{ID: 1, Op: first, Flags: rdma.Signaled, SGL: []rdma.SGE{{STag: stagOf(p.local), Length: 8}}, Remote: rdma.RemoteBuffer{STag: stagOf(p.remote), TO: p.remote.Base()}},
+			SendWR{ID: 2, Op: rdma.OpSend},
+			SendWR{ID: 3, Op: rdma.OpSend, Flags: rdma.Signaled | rdma.Fence})
 		out := txAll(p.a)
 		if sent := newPeer(t, defaults()).recv(out); len(sent) != 2 || p.a.WantTx() {
 			t.Fatalf("%v: %d messages sent before the response (want the request and the unfenced Send)", first, len(sent))
 		}
 		rxAll(p.b, out, 1<<20)
 		pump(p.a, p.b, 1<<20)
-		wantComps(t, poll(p.a), Completion{Queue: SendQueue, ID: 1}, Completion{Queue: SendQueue, ID: 3})
-		wantComps(t, poll(p.b), Completion{Queue: RecvQueue, ID: 1}, Completion{Queue: RecvQueue, ID: 2})
+		wantComps(t, poll(p.a), Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 1}}, Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 3}})
+		wantComps(t, poll(p.b), Completion{Queue: RecvQueue, Completion: rdma.Completion{ID: 1}}, Completion{Queue: RecvQueue, Completion: rdma.Completion{ID: 2}})
 	}
 }
 
@@ -99,9 +99,9 @@ func TestORDQueuesLocally(t *testing.T) {
 	o.ord, o.ird = 1, 1
 	p := newOpPair(t, o)
 	read := func(id uint64) SendWR {
-		return SendWR{ID: id, Op: OpRead, Flags: Signaled, SGL: []SGE{{Region: p.local, Len: 8}}, RemoteSTag: stagOf(p.remote), RemoteTO: p.remote.Base()}
+		return SendWR{ID: id, Op: rdma.OpRead, Flags: rdma.Signaled, SGL: []rdma.SGE{{STag: stagOf(p.local), Length: 8}}, Remote: rdma.RemoteBuffer{STag: stagOf(p.remote), TO: p.remote.Base()}}
 	}
-	post(t, p.a, read(1), read(2), SendWR{ID: 3, Op: OpWrite, Flags: Signaled, RemoteSTag: stagOf(p.remote)})
+	post(t, p.a, read(1), read(2), SendWR{ID: 3, Op: rdma.OpWrite, Flags: rdma.Signaled, Remote: rdma.RemoteBuffer{STag: stagOf(p.remote)}})
 	out := txAll(p.a)
 	if sent := newPeer(t, o).recv(out); len(sent) != 1 || p.a.ORDInUse() != 1 || p.a.WantTx() {
 		t.Fatalf("sent %d messages with ORD 1 (in use %d)", len(sent), p.a.ORDInUse())
@@ -111,7 +111,7 @@ func TestORDQueuesLocally(t *testing.T) {
 	}
 	rxAll(p.b, out, 100)
 	pump(p.a, p.b, 100)
-	wantComps(t, poll(p.a), Completion{Queue: SendQueue, ID: 1}, Completion{Queue: SendQueue, ID: 2}, Completion{Queue: SendQueue, ID: 3})
+	wantComps(t, poll(p.a), Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 1}}, Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 2}}, Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 3}})
 	if p.b.State() != rdma.StateRTS || p.b.IRDInUse() != 0 {
 		t.Fatalf("responder %v (%v), IRD in use %d", p.b.State(), p.b.Err(), p.b.IRDInUse())
 	}
@@ -132,9 +132,9 @@ func TestSendCompletionWaitsForEarlierAtomic(t *testing.T) {
 	}
 	binary.NativeEndian.PutUint64(src.Bytes(), 5)
 	post(t, p.a,
-		SendWR{ID: 1, Op: OpRead, Flags: Signaled, SGL: []SGE{sge(sink)}, RemoteSTag: stagOf(src), RemoteTO: src.Base()},
-		SendWR{ID: 2, Op: OpFetchAdd, Flags: Signaled, RemoteSTag: stagOf(src), RemoteTO: src.Base(), Data: 10},
-		SendWR{ID: 3, Op: OpSend, Flags: Signaled})
+		SendWR{ID: 1, Op: rdma.OpRead, Flags: rdma.Signaled, SGL: []rdma.SGE{sge(sink)}, Remote: rdma.RemoteBuffer{STag: stagOf(src), TO: src.Base()}},
+		SendWR{ID: 2, Op: rdma.OpFetchAdd, Flags: rdma.Signaled, Remote: rdma.RemoteBuffer{STag: stagOf(src), TO: src.Base()}, Add: 10},
+		SendWR{ID: 3, Op: rdma.OpSend, Flags: rdma.Signaled})
 	// The responder receives all three requests but sends nothing yet: the
 	// Read Response is still queued, so the atomic has not run.
 	rxAll(p.b, txAll(p.a), 1<<20)
@@ -142,12 +142,12 @@ func TestSendCompletionWaitsForEarlierAtomic(t *testing.T) {
 		t.Fatalf("the Send completed (%+v) while the atomic before it had not run (the target holds %d)", got, binary.NativeEndian.Uint64(src.Bytes()))
 	}
 	pump(p.a, p.b, 1<<20)
-	wantComps(t, poll(p.b), Completion{Queue: RecvQueue, ID: 7})
+	wantComps(t, poll(p.b), Completion{Queue: RecvQueue, Completion: rdma.Completion{ID: 7}})
 	if v := binary.NativeEndian.Uint64(src.Bytes()); v != 15 {
 		t.Fatalf("after the Send's completion the target holds %d, want 15", v)
 	}
 	got := poll(p.a)
-	wantComps(t, got, Completion{Queue: SendQueue, ID: 1}, Completion{Queue: SendQueue, ID: 2}, Completion{Queue: SendQueue, ID: 3})
+	wantComps(t, got, Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 1}}, Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 2}}, Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 3}})
 	if r := binary.NativeEndian.Uint64(sink.Bytes()); r != 5 || got[1].Original != 5 {
 		t.Fatalf("the Read returned %d and the FetchAdd found %d: want 5 for both", r, got[1].Original)
 	}

@@ -126,53 +126,55 @@ func (w *chaosWorld) pick() *chaosRegion {
 	return w.regs[w.rng.IntN(len(w.regs))]
 }
 
-func (w *chaosWorld) sge(g *chaosRegion, max int) SGE {
+func (w *chaosWorld) sge(g *chaosRegion, max int) rdma.SGE {
 	n := g.r.Len()
 	off := w.rng.IntN(n / 2)
 	l := min(n-off, 1+w.rng.IntN(max))
-	return SGE{Region: g.r, Off: uint64(off), Len: uint32(l)}
+	return rdma.SGE{STag: stagOf(g.r), Offset: uint64(off), Length: uint32(l)}
 }
 
 func (w *chaosWorld) postSend(i int) {
 	s := w.side[i]
 	g, h := w.pick(), w.pick()
-	wr := SendWR{ID: s.nextID, Flags: Signaled}
+	wr := SendWR{ID: s.nextID, Flags: rdma.Signaled}
 	s.nextID++
 	if w.rng.IntN(5) == 0 {
 		wr.Flags = 0
 	}
 	if w.rng.IntN(6) == 0 {
-		wr.Flags |= Fence
+		wr.Flags |= rdma.Fence
 	}
 	stag := uint32(h.r.STag())
 	to := h.r.Base() + uint64(8*w.rng.IntN(h.r.Len()/16))
 	far := min(9000, h.r.Len()) // Reads and Writes stay inside the peer's region
 	switch w.rng.IntN(12) {
 	case 0, 1, 2:
-		wr.Op, wr.SGL = OpSend, []SGE{w.sge(g, 2000)}
+		wr.Op, wr.SGL = rdma.OpSend, []rdma.SGE{w.sge(g, 2000)}
 	case 3:
-		wr.Op, wr.SGL, wr.InvSTag = OpSendInv, []SGE{w.sge(g, 200)}, stag
+		wr.Op, wr.SGL, wr.InvalidateSTag = rdma.OpSend, []rdma.SGE{w.sge(g, 200)}, stag
+		wr.Flags |= rdma.Invalidate
 		h.dead = true // the peer invalidates it: no longer handed out
 	case 4, 5:
-		wr.Op, wr.SGL, wr.RemoteSTag, wr.RemoteTO = OpWrite, []SGE{w.sge(g, far)}, stag, h.r.Base()
+		wr.Op, wr.SGL, wr.Remote.STag, wr.Remote.TO = rdma.OpWrite, []rdma.SGE{w.sge(g, far)}, stag, h.r.Base()
 	case 6, 7:
-		wr.Op, wr.SGL, wr.RemoteSTag, wr.RemoteTO = OpRead, []SGE{w.sge(g, far)}, stag, h.r.Base()
+		wr.Op, wr.SGL, wr.Remote.STag, wr.Remote.TO = rdma.OpRead, []rdma.SGE{w.sge(g, far)}, stag, h.r.Base()
 	case 8:
-		wr.Op, wr.SGL, wr.RemoteSTag, wr.RemoteTO = OpReadInv, []SGE{w.sge(g, far)}, stag, h.r.Base()
+		wr.Op, wr.SGL, wr.Remote.STag, wr.Remote.TO = rdma.OpRead, []rdma.SGE{w.sge(g, far)}, stag, h.r.Base()
+		wr.Flags |= rdma.Invalidate
 		g.dead = true // the Read invalidates its sink
 	case 9:
-		wr.Op, wr.RemoteSTag, wr.RemoteTO, wr.Data = OpFetchAdd, stag, to, w.rng.Uint64()&0x0101010101010101
-		wr.SGL = []SGE{{Region: g.r, Off: 8, Len: 8}}
+		wr.Op, wr.Remote.STag, wr.Remote.TO, wr.Add = rdma.OpFetchAdd, stag, to, w.rng.Uint64()&0x0101010101010101
+		wr.SGL = []rdma.SGE{{STag: stagOf(g.r), Offset: 8, Length: 8}}
 	case 10:
-		wr.Op, wr.InvSTag = OpLocalInv, uint32(g.r.STag())
+		wr.Op, wr.InvalidateSTag = rdma.OpLocalInvalidate, uint32(g.r.STag())
 		g.dead = true
 	default:
-		wr.Op, wr.Imm = OpImmediate, w.rng.Uint64()&0x0101010101010101
+		wr.Op, wr.Immediate = rdma.OpImmediate, w.rng.Uint64()&0x0101010101010101
 	}
 	n, err := s.c.PostSend([]SendWR{wr})
 	w.logf("%c PostSend %v id %d flags %d: %d %v", 'A'+i, wr.Op, wr.ID, wr.Flags, n, err)
 	if n == 1 {
-		if wr.Flags&Signaled != 0 {
+		if wr.Flags&rdma.Signaled != 0 {
 			s.sendIDs[wr.ID] = true
 		} else {
 			s.unsig[wr.ID] = true
@@ -182,7 +184,7 @@ func (w *chaosWorld) postSend(i int) {
 
 func (w *chaosWorld) postRecv(i int) {
 	s := w.side[i]
-	wr := RecvWR{ID: s.nextID, SGL: []SGE{w.sge(w.pick(), 9000), w.sge(w.pick(), 9000)}}
+	wr := RecvWR{ID: s.nextID, SGL: []rdma.SGE{w.sge(w.pick(), 9000), w.sge(w.pick(), 9000)}}
 	s.nextID++
 	n, _ := s.c.PostRecv([]RecvWR{wr})
 	w.logf("%c PostRecv id %d: %d", 'A'+i, wr.ID, n)

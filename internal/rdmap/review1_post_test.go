@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/goiwarp/iwarp/internal/mem"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // TestReview1LocalSGEOfAnotherPD: a QP may use only the memory of its own
@@ -17,13 +18,13 @@ import (
 func TestReview1LocalSGEOfAnotherPD(t *testing.T) {
 	c, _, table := single(t, defaults())
 	other := region(t, table, testPD+1, 64, 'x', mem.AccessLocalWrite)
-	if n, err := c.PostSend([]SendWR{{ID: 1, Op: OpSend, Flags: Signaled, SGL: []SGE{sge(other)}}}); n != 0 || err == nil {
+	if n, err := c.PostSend([]SendWR{{ID: 1, Op: rdma.OpSend, Flags: rdma.Signaled, SGL: []rdma.SGE{sge(other)}}}); n != 0 || err == nil {
 		t.Errorf("PostSend of a Send from another PD's region: posted %d, %v", n, err)
 	}
-	if n, err := c.PostSend([]SendWR{{ID: 2, Op: OpRead, RemoteSTag: 1, SGL: []SGE{sge(other)}}}); n != 0 || err == nil {
+	if n, err := c.PostSend([]SendWR{{ID: 2, Op: rdma.OpRead, Remote: rdma.RemoteBuffer{STag: 1}, SGL: []rdma.SGE{sge(other)}}}); n != 0 || err == nil {
 		t.Errorf("PostSend of a Read into another PD's region: posted %d, %v", n, err)
 	}
-	if n, err := c.PostRecv([]RecvWR{{ID: 3, SGL: []SGE{sge(other)}}}); n != 0 || err == nil {
+	if n, err := c.PostRecv([]RecvWR{{ID: 3, SGL: []rdma.SGE{sge(other)}}}); n != 0 || err == nil {
 		t.Errorf("PostRecv into another PD's region: posted %d, %v", n, err)
 	}
 }

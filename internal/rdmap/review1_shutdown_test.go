@@ -92,7 +92,7 @@ func TestReview1HeldSendNotWaiting(t *testing.T) {
 	o := defaults()
 	o.framing.HoldSendUntilReceive = true
 	c, _, _ := single(t, o)
-	post(t, c, SendWR{ID: 1, Op: OpSend, Flags: Signaled})
+	post(t, c, SendWR{ID: 1, Op: rdma.OpSend, Flags: rdma.Signaled})
 	if c.WantTx() {
 		t.Fatal("sent before the Initiator's first FPDU")
 	}

@@ -39,7 +39,7 @@ func TestReview1TerminateCarriesHeaderAsReceived(t *testing.T) {
 func TestReview1OutputAfterPeerTerminate(t *testing.T) {
 	e := newTermEnv(t, defaults())
 	src := region(t, e.table, testPD, 64<<10, 's', 0)
-	post(t, e.c, SendWR{ID: 1, Op: OpSend, Flags: Signaled, SGL: []SGE{sge(src)}})
+	post(t, e.c, SendWR{ID: 1, Op: rdma.OpSend, Flags: rdma.Signaled, SGL: []rdma.SGE{sge(src)}})
 	iov := e.c.TxBufs(nil)
 	e.c.TxDone(len(iov[0]) / 2) // the socket took part of the first iovec
 	code := rdma.TermRDMAPInvalidSTag

@@ -17,9 +17,10 @@ type simWR struct {
 	id      uint64
 	recv    bool
 	seq     int
-	op      Op
-	flags   Flags
-	sgl     []SGE
+	op      rdma.Opcode
+	flags   rdma.SendFlags // as posted: the variant (Solicited, Invalidate, WithImmediate) and Signaled, Fence, Inline
+	sgl     []rdma.SGE
+	segs    []Seg  // sgl's regions as the Core resolved them when it was posted
 	n       int    // octets sent (Send, Write), read (Read), or a receive's capacity
 	payload []byte // what a Send or Write carries; what a Read must find in its sink
 	imm     uint64
@@ -193,7 +194,7 @@ func (s *simSide) accept(rec *simWR, wr *SendWR) {
 	if rec.lengthRisk {
 		s.peer.lengthRisk = true
 	}
-	if wr != nil && wr.Flags&Inline != 0 && rec.payload != nil {
+	if wr != nil && wr.Flags&rdma.Inline != 0 && rec.payload != nil {
 		// An inline WR's buffers are free at once: the application may
 		// scribble on them (only churn sources are writable here).
 		for _, b := range rec.blocks {
@@ -236,11 +237,11 @@ func (s *simSide) postRecvsTo(what string, post func([]RecvWR) (int, error), sta
 	var wrs []RecvWR
 	var recs []*simWR
 	for range k {
-		rec := &simWR{recv: true, op: OpRecv}
+		rec := &simWR{recv: true, op: rdma.OpRecv}
 		var wr RecvWR
 		wr.SGL = s.genRecvSGL(rec)
 		wr.ID = s.nextID(rec)
-		rec.sgl = wr.SGL
+		rec.sgl, rec.segs = wr.SGL, s.resolve(wr.SGL)
 		wrs, recs = append(wrs, wr), append(recs, rec)
 	}
 	n, err := post(wrs)
@@ -249,7 +250,7 @@ func (s *simSide) postRecvsTo(what string, post func([]RecvWR) (int, error), sta
 
 // genRecvSGL draws a receive's scatter list: blocks of the sink (or of a
 // churn region), now and then a malformed one.
-func (s *simSide) genRecvSGL(rec *simWR) []SGE {
+func (s *simSide) genRecvSGL(rec *simWR) []rdma.SGE {
 	w := s.w
 	c := &w.cfg
 	maxSGE := c.maxSGE[s.idx]
@@ -257,22 +258,22 @@ func (s *simSide) genRecvSGL(rec *simWR) []SGE {
 		switch w.rng.IntN(3) {
 		case 0:
 			rec.bad = ErrTooManySGE
-			sgl := make([]SGE, maxSGE+1)
+			sgl := make([]rdma.SGE, maxSGE+1)
 			for i := range sgl {
-				sgl[i] = SGE{Region: s.mem.sink.r, Off: 0, Len: 0}
+				sgl[i] = rdma.SGE{STag: stagOf(s.mem.sink.r), Offset: 0, Length: 0}
 			}
 			return sgl
 		case 1:
 			rec.bad = ErrBadSGE
 			g := s.mem.sink
-			return []SGE{{Region: g.r, Off: uint64(g.n - 4), Len: 16}}
+			return []rdma.SGE{{STag: stagOf(g.r), Offset: uint64(g.n - 4), Length: 16}}
 		default:
 			rec.bad = ErrAccess
-			return []SGE{{Region: s.mem.src.r, Off: 0, Len: 8}}
+			return []rdma.SGE{{STag: stagOf(s.mem.src.r), Offset: 0, Length: 8}}
 		}
 	}
 	k := w.rng.IntN(maxSGE + 1)
-	sgl := make([]SGE, 0, k)
+	sgl := make([]rdma.SGE, 0, k)
 	budget := simMsgMax(w) // a receive holds at most the longest message
 	for range k {
 		n := w.rng.IntN(budget + 1)
@@ -290,7 +291,7 @@ func (s *simSide) genRecvSGL(rec *simWR) []SGE {
 			rec.churn = true
 		}
 		g.use()
-		sgl = append(sgl, SGE{Region: g.r, Off: uint64(off), Len: uint32(n)})
+		sgl = append(sgl, rdma.SGE{STag: stagOf(g.r), Offset: uint64(off), Length: uint32(n)})
 		rec.n += n
 	}
 	return sgl
@@ -415,4 +416,18 @@ func (s *simSide) addConsumer(rec *simWR) {
 		t.state, t.stag = simRegInvalid, 0 // the peer no longer hands it out
 		t.old = append(t.old, rec.invSTag)
 	}
+}
+
+// shape is the WR as the Core's predicates see it: its opcode and flags.
+func (rec *simWR) shape() *SendWR { return &SendWR{Op: rec.op, Flags: rec.flags} }
+
+// resolve returns the regions sgl names, as the Core resolves them when it
+// is posted (the STag's index names the region; the test reads through
+// them what a WR placed).
+func (s *simSide) resolve(sgl []rdma.SGE) []Seg {
+	segs := make([]Seg, len(sgl))
+	for i, e := range sgl {
+		segs[i] = Seg{Region: s.table.Lookup(mem.STag(e.STag)), Off: e.Offset, Len: e.Length}
+	}
+	return segs
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/goiwarp/iwarp/internal/fpdu"
 	"github.com/goiwarp/iwarp/internal/mem"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // Findings of the simulation: Core behaviour that broke the contract,
@@ -110,8 +111,7 @@ func TestSimFindingOutputAfterHalfClose(t *testing.T) {
 	if !p.shut[1] {
 		t.Fatal("B did not ask for the half-close after Disconnect with nothing to do")
 	}
-	wr := SendWR{ID: 1, Op: OpRead, Flags: Signaled, SGL: []SGE{{Region: p.regs[0], Off: 0, Len: 64}},
-		RemoteSTag: uint32(p.regs[1].STag()), RemoteTO: 0x1000}
+	wr := SendWR{ID: 1, Op: rdma.OpRead, Flags: rdma.Signaled, SGL: []rdma.SGE{{STag: stagOf(p.regs[0]), Offset: 0, Length: 64}}, Remote: rdma.RemoteBuffer{STag: uint32(p.regs[1].STag()), TO: 0x1000}}
 	if n, err := a.PostSend([]SendWR{wr}); n != 1 {
 		t.Fatalf("PostSend: %d, %v", n, err)
 	}

@@ -31,10 +31,10 @@ func (g *simSendGen) next() (SendWR, *simWR) {
 	}
 	rec := &simWR{flags: 0}
 	if w.rng.IntN(10) < 7 {
-		rec.flags |= Signaled
+		rec.flags |= rdma.Signaled
 	}
 	if w.rng.IntN(6) == 0 {
-		rec.flags |= Fence
+		rec.flags |= rdma.Fence
 	}
 	var wr SendWR
 	var ok bool
@@ -61,14 +61,14 @@ func (g *simSendGen) next() (SendWR, *simWR) {
 		}
 		return SendWR{}, nil
 	}
-	wr.Flags = rec.flags
-	rec.op, rec.sgl = wr.Op, wr.SGL
+	wr.Flags |= rec.flags // the variant's flags and the draws'
+	rec.op, rec.flags, rec.sgl, rec.segs = wr.Op, wr.Flags, wr.SGL, s.resolve(wr.SGL)
 	return wr, rec
 }
 
 // source draws the payload of a Send or Write: up to MaxSGE pieces of the
 // source region (or of a churn region), and its octets.
-func (g *simSendGen) source(rec *simWR, n int) ([]SGE, []byte, bool) {
+func (g *simSendGen) source(rec *simWR, n int) ([]rdma.SGE, []byte, bool) {
 	s := g.s
 	w := s.w
 	maxSGE := w.cfg.maxSGE[s.idx]
@@ -76,7 +76,7 @@ func (g *simSendGen) source(rec *simWR, n int) ([]SGE, []byte, bool) {
 	if n > 0 && maxSGE > 1 {
 		k = 1 + w.rng.IntN(min(maxSGE, n))
 	}
-	var sgl []SGE
+	var sgl []rdma.SGE
 	var payload []byte
 	for _, piece := range simSplit(w, n, k) {
 		if w.cfg.churn && w.rng.IntN(5) == 0 {
@@ -86,7 +86,7 @@ func (g *simSendGen) source(rec *simWR, n int) ([]SGE, []byte, bool) {
 					cg.use()
 					rec.blocks = append(rec.blocks, simBlockRef{g: cg, off: off, n: piece, isLocal: true})
 					rec.churn = true
-					sgl = append(sgl, SGE{Region: cg.r, Off: uint64(off), Len: uint32(piece)})
+					sgl = append(sgl, rdma.SGE{STag: stagOf(cg.r), Offset: uint64(off), Length: uint32(piece)})
 					payload = append(payload, cg.bytes()[off:off+piece]...)
 					continue
 				}
@@ -94,11 +94,11 @@ func (g *simSendGen) source(rec *simWR, n int) ([]SGE, []byte, bool) {
 		}
 		src := s.mem.src
 		off := w.rng.IntN(src.n - piece + 1)
-		sgl = append(sgl, SGE{Region: src.r, Off: uint64(off), Len: uint32(piece)})
+		sgl = append(sgl, rdma.SGE{STag: stagOf(src.r), Offset: uint64(off), Length: uint32(piece)})
 		payload = append(payload, src.bytes()[off:off+piece]...)
 	}
 	if n <= w.cfg.maxInline[s.idx] && w.rng.IntN(3) == 0 {
-		rec.flags |= Inline
+		rec.flags |= rdma.Inline
 	}
 	return sgl, payload, true
 }
@@ -139,25 +139,25 @@ func (g *simSendGen) consumer(rec *simWR, simWantLen int) int {
 func (g *simSendGen) send(rec *simWR) (SendWR, bool) {
 	s := g.s
 	w := s.w
-	ops := []Op{OpSend, OpSendSE, OpSendInv, OpSendSEInv}
+	variants := []rdma.SendFlags{0, rdma.Solicited, rdma.Invalidate, rdma.Solicited | rdma.Invalidate}
 	if w.cfg.v2 {
-		ops = append(ops, OpSendImm, OpSendSEImm, OpSendInvImm, OpSendSEInvImm)
+		variants = append(variants, rdma.WithImmediate, rdma.Solicited|rdma.WithImmediate,
+			rdma.Invalidate|rdma.WithImmediate, rdma.Solicited|rdma.Invalidate|rdma.WithImmediate)
 	}
-	op := ops[w.rng.IntN(len(ops))]
+	flags := variants[w.rng.IntN(len(variants))]
 	n := g.consumer(rec, w.rng.IntN(simMsgMax(w)+1))
 	if n < 0 {
 		return SendWR{}, false
 	}
-	wr := SendWR{Op: op}
-	if op == OpSendInv || op == OpSendSEInv || op == OpSendInvImm || op == OpSendSEInvImm {
+	wr := SendWR{Op: rdma.OpSend, Flags: flags}
+	if invalidates(&wr) {
 		if !g.invTarget(rec, &wr) {
-			op = map[Op]Op{OpSendInv: OpSend, OpSendSEInv: OpSendSE, OpSendInvImm: OpSendImm, OpSendSEInvImm: OpSendSEImm}[op]
-			wr.Op = op
+			wr.Flags &^= rdma.Invalidate // the same Send without Invalidate
 		}
 	}
-	if op.sendImm() {
+	if sendImm(&wr) {
 		rec.imm = w.rng.Uint64()
-		wr.Imm = rec.imm
+		wr.Immediate = rec.imm
 	}
 	sgl, payload, _ := g.source(rec, n)
 	wr.SGL, rec.payload, rec.n = sgl, payload, n
@@ -173,20 +173,20 @@ func (g *simSendGen) invTarget(rec *simWR, wr *SendWR) bool {
 	w := s.w
 	if w.cfg.churn {
 		if t := s.peer.validChurn(); t != nil {
-			wr.InvSTag, rec.invSTag, rec.remoteInv, rec.epoch = t.stag, t.stag, t, t.epoch
+			wr.InvalidateSTag, rec.invSTag, rec.remoteInv, rec.epoch = t.stag, t.stag, t, t.epoch
 			rec.provokes = append(rec.provokes, rdma.TermRDMAPOpInvalidate)
 			return true
 		}
 	}
 	if w.cfg.risky && w.rng.IntN(3) == 0 {
 		if w.rng.IntN(2) == 0 {
-			wr.InvSTag = s.peer.mem.src.stag // not remotely invalidatable
+			wr.InvalidateSTag = s.peer.mem.src.stag // not remotely invalidatable
 			rec.provokes = append(rec.provokes, rdma.TermRDMAPProtInvalidate)
 		} else {
-			wr.InvSTag = s.peer.mem.src.stag ^ 0x5A5A00 // unknown
+			wr.InvalidateSTag = s.peer.mem.src.stag ^ 0x5A5A00 // unknown
 			rec.provokes = append(rec.provokes, rdma.TermRDMAPOpInvalidate)
 		}
-		rec.invSTag = wr.InvSTag
+		rec.invSTag = wr.InvalidateSTag
 		return true
 	}
 	return false
@@ -199,29 +199,29 @@ func (g *simSendGen) write(rec *simWR) (SendWR, bool) {
 	s := g.s
 	w := s.w
 	peer := s.peer
-	op := OpWrite
+	var flags rdma.SendFlags
 	if w.cfg.rfc7306 && w.rng.IntN(4) == 0 {
-		op = []Op{OpWriteImm, OpWriteImmSE}[w.rng.IntN(2)]
+		flags = []rdma.SendFlags{rdma.WithImmediate, rdma.WithImmediate | rdma.Solicited}[w.rng.IntN(2)]
 		if g.consumer(rec, 0) < 0 {
 			return SendWR{}, false
 		}
 		rec.imm = w.rng.Uint64()
 	}
 	n := w.rng.IntN(simMsgMax(w) + 1)
-	wr := SendWR{Op: op, Imm: rec.imm}
+	wr := SendWR{Op: rdma.OpWrite, Flags: flags, Immediate: rec.imm}
 	z := peer.mem.wzone
 	atomWrite := -1
 	switch r := w.rng.IntN(20); {
 	case r == 0:
 		n = 0
-		wr.RemoteSTag, wr.RemoteTO = w.rng.Uint32(), w.rng.Uint64() // a zero-length Write is not checked
+		wr.Remote.STag, wr.Remote.TO = w.rng.Uint32(), w.rng.Uint64() // a zero-length Write is not checked
 	case r < 4 && w.cfg.churn:
 		t := peer.validChurn()
 		if t == nil {
 			return SendWR{}, false
 		}
 		n = min(n, t.zoneHi-t.zoneLo)
-		wr.RemoteSTag, wr.RemoteTO = t.stag, t.base+uint64(t.zoneLo+w.rng.IntN(t.zoneHi-t.zoneLo-n+1))
+		wr.Remote.STag, wr.Remote.TO = t.stag, t.base+uint64(t.zoneLo+w.rng.IntN(t.zoneHi-t.zoneLo-n+1))
 		rec.provokes = append(rec.provokes, rdma.TermDDPInvalidSTag)
 	case r < 8 && w.cfg.rfc7306:
 		// Whole atomic words, fenced: a Write may overtake an earlier
@@ -230,34 +230,34 @@ func (g *simSendGen) write(rec *simWR) (SendWR, bool) {
 		// Request"); Fence gives the posting order (docs/extensions.md),
 		// which the model follows. Later atomics see the Write; a Read
 		// may see it early.
-		rec.flags |= Fence
+		rec.flags |= rdma.Fence
 		a := peer.mem.atom
 		i := w.rng.IntN(simHotWords)
 		k := 1 + w.rng.IntN(min(4, len(peer.mem.atomModel)-i))
 		n = 8 * k
-		wr.RemoteSTag, wr.RemoteTO = a.stag, a.base+uint64(8*i)
+		wr.Remote.STag, wr.Remote.TO = a.stag, a.base+uint64(8*i)
 		atomWrite = i
 	case r < 6 && w.cfg.risky:
 		n = max(n, 16)
 		switch w.rng.IntN(3) {
 		case 0:
-			wr.RemoteSTag, wr.RemoteTO = z.stag, z.base+uint64(z.n) // wholly past the end: no segment fits
+			wr.Remote.STag, wr.Remote.TO = z.stag, z.base+uint64(z.n) // wholly past the end: no segment fits
 			rec.provokes = append(rec.provokes, rdma.TermDDPBaseBounds)
 		case 1:
-			wr.RemoteSTag, wr.RemoteTO = peer.mem.src.stag, peer.mem.src.base
+			wr.Remote.STag, wr.Remote.TO = peer.mem.src.stag, peer.mem.src.base
 			rec.provokes = append(rec.provokes, rdma.TermDDPInvalidSTag) // no remote write access
 		default:
-			wr.RemoteSTag, wr.RemoteTO = z.stag^0x5A5A00, z.base
+			wr.Remote.STag, wr.Remote.TO = z.stag^0x5A5A00, z.base
 			rec.provokes = append(rec.provokes, rdma.TermDDPInvalidSTag)
 		}
 	default:
 		off, ok := z.aim(n)
 		if !ok {
 			n = 0
-			wr.RemoteSTag, wr.RemoteTO = z.stag, z.base
+			wr.Remote.STag, wr.Remote.TO = z.stag, z.base
 			break
 		}
-		wr.RemoteSTag, wr.RemoteTO = z.stag, z.base+uint64(off)
+		wr.Remote.STag, wr.Remote.TO = z.stag, z.base+uint64(off)
 		rec.target, rec.targetOff = z, off
 	}
 	sgl, payload, _ := g.source(rec, n)
@@ -268,7 +268,7 @@ func (g *simSendGen) write(rec *simWR) (SendWR, bool) {
 		}
 	}
 	rec.commit = func() {
-		if op != OpWrite {
+		if flags&rdma.WithImmediate != 0 {
 			s.addConsumer(rec)
 		}
 		for j := range n / 8 {
@@ -288,27 +288,29 @@ func (g *simSendGen) read(rec *simWR) (SendWR, bool) {
 	s := g.s
 	w := s.w
 	peer := s.peer
-	op := OpRead
+	op := rdma.OpRead
+	var flags rdma.SendFlags
 	switch r := w.rng.IntN(6); {
 	case r == 0 && w.cfg.v2:
-		op = OpReadV2
+		op = rdma.OpReadV2
 	case r == 1 && w.cfg.churn:
-		op = OpReadInv
+		flags = rdma.Invalidate // Read with Local Invalidate
 	}
+	readInv := flags&rdma.Invalidate != 0
 	n := w.rng.IntN(simMsgMax(w) + 1)
-	wr := SendWR{Op: op}
+	wr := SendWR{Op: op, Flags: flags}
 	var expect func() []byte
 	switch r := w.rng.IntN(20); {
 	case r == 0:
 		n = 0
-		wr.RemoteSTag, wr.RemoteTO = w.rng.Uint32(), w.rng.Uint64() // a zero-length Read is not checked
+		wr.Remote.STag, wr.Remote.TO = w.rng.Uint32(), w.rng.Uint64() // a zero-length Read is not checked
 		expect = func() []byte { return []byte{} }
 	case r < 5 && w.cfg.rfc7306:
 		a := peer.mem.atom
 		i := w.rng.IntN(simHotWords)
 		k := 1 + w.rng.IntN(len(peer.mem.atomModel)-i)
 		n = 8 * k
-		wr.RemoteSTag, wr.RemoteTO = a.stag, a.base+uint64(8*i)
+		wr.Remote.STag, wr.Remote.TO = a.stag, a.base+uint64(8*i)
 		rec.atomRead = &simAtomRead{word: i, idx: make([]int, k)}
 	case r < 8 && w.cfg.churn:
 		t := peer.validChurn()
@@ -316,39 +318,39 @@ func (g *simSendGen) read(rec *simWR) (SendWR, bool) {
 			return SendWR{}, false
 		}
 		n = min(n, t.n)
-		wr.RemoteSTag, wr.RemoteTO = t.stag, t.base+uint64(w.rng.IntN(t.n-n+1))
+		wr.Remote.STag, wr.Remote.TO = t.stag, t.base+uint64(w.rng.IntN(t.n-n+1))
 		rec.provokes = append(rec.provokes, rdma.TermRDMAPInvalidSTag)
 	case r < 10 && w.cfg.risky:
 		n = max(n, 16)
 		src := peer.mem.src
 		switch w.rng.IntN(3) {
 		case 0:
-			wr.RemoteSTag, wr.RemoteTO = src.stag, src.base+uint64(src.n-8)
+			wr.Remote.STag, wr.Remote.TO = src.stag, src.base+uint64(src.n-8)
 			rec.provokes = append(rec.provokes, rdma.TermRDMAPBaseBounds)
 		case 1:
 			z := peer.mem.wzone
-			wr.RemoteSTag, wr.RemoteTO = z.stag, z.base
+			wr.Remote.STag, wr.Remote.TO = z.stag, z.base
 			rec.provokes = append(rec.provokes, rdma.TermRDMAPAccessRights)
 		default:
-			wr.RemoteSTag, wr.RemoteTO = src.stag^0x5A5A00, src.base
+			wr.Remote.STag, wr.Remote.TO = src.stag^0x5A5A00, src.base
 			rec.provokes = append(rec.provokes, rdma.TermRDMAPInvalidSTag)
 		}
 	default:
 		src := peer.mem.src
 		n = min(n, src.n)
 		off := w.rng.IntN(src.n - n + 1)
-		wr.RemoteSTag, wr.RemoteTO = src.stag, src.base+uint64(off)
+		wr.Remote.STag, wr.Remote.TO = src.stag, src.base+uint64(off)
 		expect = func() []byte { return bytes.Clone(peer.mem.orig[src.off+off : src.off+off+n]) }
 	}
 	// The sink: one SGE (Read), up to MaxSGE (Read V2); Read with
 	// Invalidate sinks into a churn region it invalidates.
 	parts := 1
-	if op == OpReadV2 && n > 0 {
+	if op == rdma.OpReadV2 && n > 0 {
 		parts = 1 + w.rng.IntN(min(w.cfg.maxSGE[s.idx], n))
 	}
 	for i, piece := range simSplit(w, n, parts) {
 		lg := s.pickLocal()
-		if op == OpReadInv {
+		if readInv {
 			if lg = s.validChurn(); lg == nil || i > 0 {
 				return SendWR{}, false
 			}
@@ -363,9 +365,9 @@ func (g *simSendGen) read(rec *simWR) (SendWR, bool) {
 		if lg.kind == simKindChurn {
 			rec.churn = true
 		}
-		wr.SGL = append(wr.SGL, SGE{Region: lg.r, Off: uint64(off), Len: uint32(piece)})
+		wr.SGL = append(wr.SGL, rdma.SGE{STag: stagOf(lg.r), Offset: uint64(off), Length: uint32(piece)})
 	}
-	if n == 0 && w.rng.IntN(2) == 0 && op != OpReadInv {
+	if n == 0 && w.rng.IntN(2) == 0 && !readInv {
 		rec.giveBack()
 		wr.SGL = nil
 	}
@@ -397,22 +399,22 @@ func (g *simSendGen) atomic(rec *simWR) (SendWR, bool) {
 	w := s.w
 	peer := s.peer
 	a := peer.mem.atom
-	op := []Op{OpFetchAdd, OpCmpSwap}[w.rng.IntN(2)]
+	op := []rdma.Opcode{rdma.OpFetchAdd, rdma.OpCompareSwap}[w.rng.IntN(2)]
 	wr := SendWR{Op: op}
 	i := w.rng.IntN(simHotWords) // few words: Reads and atomics meet on them
-	wr.RemoteSTag, wr.RemoteTO = a.stag, a.base+uint64(8*i)
+	wr.Remote.STag, wr.Remote.TO = a.stag, a.base+uint64(8*i)
 	known := true
 	if w.cfg.risky && w.rng.IntN(8) == 0 {
 		known = false
 		switch w.rng.IntN(3) {
 		case 0:
-			wr.RemoteTO = a.base + uint64(a.n)
+			wr.Remote.TO = a.base + uint64(a.n)
 			rec.provokes = append(rec.provokes, rdma.TermRDMAPBaseBounds)
 		case 1:
-			wr.RemoteSTag, wr.RemoteTO = peer.mem.src.stag, peer.mem.src.base
+			wr.Remote.STag, wr.Remote.TO = peer.mem.src.stag, peer.mem.src.base
 			rec.provokes = append(rec.provokes, rdma.TermRDMAPAccessRights)
 		default:
-			wr.RemoteSTag = a.stag ^ 0x5A5A00
+			wr.Remote.STag = a.stag ^ 0x5A5A00
 			rec.provokes = append(rec.provokes, rdma.TermRDMAPInvalidSTag)
 		}
 	}
@@ -422,14 +424,17 @@ func (g *simSendGen) atomic(rec *simWR) (SendWR, bool) {
 		}
 		return w.rng.Uint64()
 	}
-	wr.Data = small()
+	// data and mask: the FetchAdd's Add and AddMask, the CmpSwap's Swap
+	// and SwapMask (drawn alike for both, as before the operands had
+	// names of their own).
+	data, mask := small(), uint64(0)
 	if w.rng.IntN(2) == 0 {
-		wr.Mask = w.rng.Uint64()
+		mask = w.rng.Uint64()
 	}
-	if op == OpCmpSwap {
-		wr.Mask = ^uint64(0)
+	if op == rdma.OpCompareSwap {
+		mask = ^uint64(0)
 		if w.rng.IntN(3) == 0 {
-			wr.Mask = w.rng.Uint64()
+			mask = w.rng.Uint64()
 		}
 		wr.CompareMask = ^uint64(0)
 		if w.rng.IntN(3) == 0 {
@@ -446,22 +451,25 @@ func (g *simSendGen) atomic(rec *simWR) (SendWR, bool) {
 		lg.use()
 		rec.blocks = append(rec.blocks, simBlockRef{g: lg, off: off, n: n, isLocal: true})
 		rec.churn = rec.churn || lg.kind == simKindChurn
-		wr.SGL = []SGE{{Region: lg.r, Off: uint64(off), Len: uint32(n)}}
+		wr.SGL = []rdma.SGE{{STag: stagOf(lg.r), Offset: uint64(off), Length: uint32(n)}}
 	}
-	if op == OpCmpSwap {
+	if op == rdma.OpCompareSwap {
+		wr.Swap, wr.SwapMask = data, mask
 		wr.Compare = small()
+	} else {
+		wr.Add, wr.AddMask = data, mask
 	}
 	rec.atomWord, rec.n = i, 8
 	if known {
 		v := g.atomValue(i)
-		if op == OpCmpSwap && w.rng.IntN(2) == 0 {
+		if op == rdma.OpCompareSwap && w.rng.IntN(2) == 0 {
 			wr.Compare = v // the swap happens (under the compare mask)
 		}
 		var nv uint64
-		if op == OpFetchAdd {
-			nv = mem.FetchAddMasked(v, wr.Data, wr.Mask)
+		if op == rdma.OpFetchAdd {
+			nv = mem.FetchAddMasked(v, wr.Add, wr.AddMask)
 		} else {
-			nv = mem.CmpSwapMasked(v, wr.Compare, wr.CompareMask, wr.Data, wr.Mask)
+			nv = mem.CmpSwapMasked(v, wr.Compare, wr.CompareMask, wr.Swap, wr.SwapMask)
 		}
 		g.atomPending = append(g.atomPending, simAtomPending{i, nv})
 		rec.commit = func() {
@@ -495,10 +503,10 @@ func (g *simSendGen) immediate(rec *simWR) (SendWR, bool) {
 	if g.consumer(rec, 0) < 0 {
 		return SendWR{}, false
 	}
-	op := []Op{OpImmediate, OpImmediateSE}[w.rng.IntN(2)]
+	flags := []rdma.SendFlags{0, rdma.Solicited}[w.rng.IntN(2)]
 	rec.imm = w.rng.Uint64()
 	rec.commit = func() { s.addConsumer(rec) }
-	return SendWR{Op: op, Imm: rec.imm}, true
+	return SendWR{Op: rdma.OpImmediate, Flags: flags, Immediate: rec.imm}, true
 }
 
 // localInv draws a Local Invalidate of one of this side's churn regions.
@@ -514,7 +522,7 @@ func (g *simSendGen) localInv(rec *simWR) (SendWR, bool) {
 		t.old = append(t.old, t.stag)
 		t.stag = 0
 	}
-	return SendWR{Op: OpLocalInv, InvSTag: t.stag}, true
+	return SendWR{Op: rdma.OpLocalInvalidate, InvalidateSTag: t.stag}, true
 }
 
 // malformed draws a WR PostSend must refuse, and the error it must give.
@@ -523,33 +531,37 @@ func (g *simSendGen) malformed() (SendWR, *simWR) {
 	w := s.w
 	c := &w.cfg
 	src := s.mem.src
-	rec := &simWR{flags: Signaled}
-	wr := SendWR{Op: OpSend, Flags: Signaled}
+	rec := &simWR{flags: rdma.Signaled}
+	wr := SendWR{Op: rdma.OpSend, Flags: rdma.Signaled}
 	switch w.rng.IntN(10) {
 	case 9:
 		// A local buffer of another protection domain (RFC 5040 §6.4;
 		// review 1, finding 5).
 		rec.bad = ErrPD
 		o := s.mem.otherPD
-		wr.SGL = []SGE{{Region: o.r, Off: 0, Len: 8}}
+		wr.SGL = []rdma.SGE{{STag: stagOf(o.r), Offset: 0, Length: 8}}
 	case 0:
 		rec.bad = ErrBadSGE
-		wr.SGL = []SGE{{Region: src.r, Off: uint64(src.n - 4), Len: 16}}
+		wr.SGL = []rdma.SGE{{STag: stagOf(src.r), Offset: uint64(src.n - 4), Length: 16}}
 	case 1:
 		rec.bad = ErrTooManySGE
 		for range c.maxSGE[s.idx] + 1 {
-			wr.SGL = append(wr.SGL, SGE{Region: src.r, Len: 1})
+			wr.SGL = append(wr.SGL, rdma.SGE{STag: stagOf(src.r), Length: 1})
 		}
 	case 2:
 		rec.bad = ErrBadOp
-		wr.Op = []Op{0, OpRecv, OpReadV2 + 1, 200}[w.rng.IntN(4)]
+		wr.Op = []rdma.Opcode{0, rdma.OpRecv, rdma.OpReadV2 + 1, 200}[w.rng.IntN(4)]
 	case 3:
 		rec.bad = ErrNotSupportedByPeer
 		switch {
 		case !c.v2:
-			wr.Op = []Op{OpSendImm, OpReadV2}[w.rng.IntN(2)]
+			if w.rng.IntN(2) == 0 {
+				wr.Flags |= rdma.WithImmediate // Send with Immediate
+			} else {
+				wr.Op = rdma.OpReadV2
+			}
 		case !c.rfc7306:
-			wr.Op = OpFetchAdd
+			wr.Op = rdma.OpFetchAdd
 		default:
 			rec.bad, wr.Op = ErrBadOp, 0
 		}
@@ -559,7 +571,7 @@ func (g *simSendGen) malformed() (SendWR, *simWR) {
 			break
 		}
 		rec.bad = ErrMisaligned
-		wr.Op, wr.RemoteSTag, wr.RemoteTO = OpFetchAdd, s.peer.mem.atom.stag, s.peer.mem.atom.base+4
+		wr.Op, wr.Remote.STag, wr.Remote.TO = rdma.OpFetchAdd, s.peer.mem.atom.stag, s.peer.mem.atom.base+4
 	case 5:
 		if c.maxSGE[s.idx] < 2 {
 			rec.bad, wr.Op = ErrBadOp, 0
@@ -567,27 +579,27 @@ func (g *simSendGen) malformed() (SendWR, *simWR) {
 		}
 		rec.bad = ErrReadSinkSGE
 		sink := s.mem.sink
-		wr.Op = OpRead
-		wr.SGL = []SGE{{Region: sink.r, Len: 0}, {Region: sink.r, Len: 0}}
+		wr.Op = rdma.OpRead
+		wr.SGL = []rdma.SGE{{STag: stagOf(sink.r), Length: 0}, {STag: stagOf(sink.r), Length: 0}}
 	case 6:
 		rec.bad = ErrAccess
-		wr.Op = OpRead
-		wr.SGL = []SGE{{Region: src.r, Len: 8}}
+		wr.Op = rdma.OpRead
+		wr.SGL = []rdma.SGE{{STag: stagOf(src.r), Length: 8}}
 	case 7:
 		rec.bad = ErrInlineTooLong
-		wr.Flags |= Inline
-		wr.SGL = []SGE{{Region: src.r, Len: uint32(c.maxInline[s.idx] + 1)}}
+		wr.Flags |= rdma.Inline
+		wr.SGL = []rdma.SGE{{STag: stagOf(src.r), Length: uint32(c.maxInline[s.idx] + 1)}}
 	default:
 		if !c.rfc7306 {
 			rec.bad, wr.Op = ErrBadOp, 0
 			break
 		}
 		rec.bad = ErrBadSGE
-		wr.Op = OpFetchAdd
-		wr.RemoteSTag, wr.RemoteTO = s.peer.mem.atom.stag, s.peer.mem.atom.base
-		wr.SGL = []SGE{{Region: s.mem.sink.r, Len: 4}}
+		wr.Op = rdma.OpFetchAdd
+		wr.Remote.STag, wr.Remote.TO = s.peer.mem.atom.stag, s.peer.mem.atom.base
+		wr.SGL = []rdma.SGE{{STag: stagOf(s.mem.sink.r), Length: 4}}
 	}
-	rec.op, rec.sgl, rec.flags = wr.Op, wr.SGL, wr.Flags
+	rec.op, rec.sgl, rec.flags, rec.segs = wr.Op, wr.SGL, wr.Flags, s.resolve(wr.SGL)
 	return wr, rec
 }
 

@@ -346,7 +346,7 @@ func (s *simSide) outboundPending() bool {
 		return true
 	}
 	for _, e := range s.sq[s.sqDone:] {
-		if !e.done && e.op.outbound() {
+		if !e.done && outbound(e.shape()) {
 			return true
 		}
 	}

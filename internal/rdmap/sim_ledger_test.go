@@ -45,7 +45,7 @@ func (s *simSide) complete(c *Completion) {
 			if e.done {
 				continue
 			}
-			if e.flags&Signaled != 0 {
+			if e.flags&rdma.Signaled != 0 {
 				w.failf("side %s: send WR %d (%v) completed before the signaled WR %d (%v) posted before it", s.name, c.ID, rec.op, e.id, e.op)
 			}
 			s.succeeded(e, nil)
@@ -75,16 +75,16 @@ func (s *simSide) complete(c *Completion) {
 func (s *simSide) succeeded(rec *simWR, c *Completion) {
 	w := s.w
 	if c != nil && !rec.recv {
-		if c.Op != rec.op || c.Signaled != (rec.flags&Signaled != 0) {
-			w.failf("side %s: completion of WR %d says %v signaled=%v, posted as %v signaled=%v", s.name, rec.id, c.Op, c.Signaled, rec.op, rec.flags&Signaled != 0)
+		if c.Op != rec.op || c.Signaled != (rec.flags&rdma.Signaled != 0) {
+			w.failf("side %s: completion of WR %d says %v signaled=%v, posted as %v signaled=%v", s.name, rec.id, c.Op, c.Signaled, rec.op, rec.flags&rdma.Signaled != 0)
 		}
 		if want := rec.simWantLen(); c.Len != want {
 			w.failf("side %s: %v WR %d completed with length %d, want %d", s.name, rec.op, rec.id, c.Len, want)
 		}
 	}
 	rec.done, rec.status = true, rdma.StatusSuccess
-	w.cover.ok[rec.op]++
-	if !rec.recv && !rec.op.outbound() && rec.op != OpLocalInv && !rec.sent && !s.mon.detached {
+	w.cover.ok[rec.op][rec.flags&simVariantFlags]++
+	if !rec.recv && !outbound(rec.shape()) && rec.op != rdma.OpLocalInvalidate && !rec.sent && !s.mon.detached {
 		// A Send or Write completes once handed to TCP (docs/semantics.md
 		// rule 3): then its buffers are the application's again.
 		w.failf("side %s: %v WR %d completed before its last octet was written", s.name, rec.op, rec.id)
@@ -92,7 +92,7 @@ func (s *simSide) succeeded(rec *simWR, c *Completion) {
 	switch {
 	case rec.recv:
 		s.receiveOK(rec, c)
-	case rec.op.atomic():
+	case atomic(rec.shape()):
 		if !rec.expectSink {
 			break
 		}
@@ -107,9 +107,9 @@ func (s *simSide) succeeded(rec *simWR, c *Completion) {
 			}
 		}
 		s.proves(rec)
-	case rec.op.read() || rec.op == OpReadV2:
+	case read(rec.shape()) || rec.op == rdma.OpReadV2:
 		if ar := rec.atomRead; ar != nil {
-			got := simGather(rec.sgl, rec.n)
+			got := simGather(rec.segs, rec.n)
 			for j := range ar.idx {
 				v := binary.NativeEndian.Uint64(got[8*j:])
 				if !s.peer.mem.atomReadOK(ar.word+j, ar.idx[j], v) {
@@ -119,7 +119,7 @@ func (s *simSide) succeeded(rec *simWR, c *Completion) {
 			}
 		}
 		if rec.expectSink {
-			got := simGather(rec.sgl, rec.n)
+			got := simGather(rec.segs, rec.n)
 			if !bytes.Equal(got, rec.payload) {
 				i := simFirstDiff(got, rec.payload)
 				w.failf("side %s: %v WR %d of %d octets: sink octet %d is %#x, the source had %#x", s.name, rec.op, rec.id, rec.n, i, got[i], rec.payload[i])
@@ -129,20 +129,20 @@ func (s *simSide) succeeded(rec *simWR, c *Completion) {
 		if t := rec.invalidates; t != nil {
 			s.invalidatedBy(t, rec.invSTag, "Read with Invalidate", rec.epoch)
 		}
-	case rec.op == OpLocalInv:
+	case rec.op == rdma.OpLocalInvalidate:
 		s.invalidatedBy(rec.invalidates, rec.invSTag, "Local Invalidate", rec.epoch)
 	}
 }
 
 // simWantLen is a successful send WR's completion length.
-func (rec *simWR) simWantLen() uint32 {
+func (rec *simWR) simWantLen() int {
 	switch {
-	case rec.op.atomic():
+	case atomic(rec.shape()):
 		return 8
-	case rec.op == OpLocalInv, rec.op.immediate():
+	case rec.op == rdma.OpLocalInvalidate, immediate(rec.shape()):
 		return 0
 	}
-	return uint32(rec.n)
+	return rec.n
 }
 
 // invalidatedBy freezes a local region a completed invalidation ended
@@ -162,7 +162,7 @@ func (s *simSide) invalidatedBy(t *simRegion, stag uint32, what string, epoch in
 }
 
 // simGather concatenates the first n octets an SGL names.
-func simGather(sgl []SGE, n int) []byte {
+func simGather(sgl []Seg, n int) []byte {
 	var b []byte
 	for _, e := range sgl {
 		b = append(b, e.Region.Bytes()[e.Off:e.Off+uint64(e.Len)]...)
@@ -186,43 +186,36 @@ func (s *simSide) receiveOK(rec *simWR, c *Completion) {
 		w.failf("side %s: receive %d (the %dth) completed with success, but the peer posted only %d messages that take a receive", s.name, rec.id, k, len(peer.consumers))
 	}
 	m := peer.consumers[k-1]
-	if c.Op != OpRecv {
+	if c.Op != rdma.OpRecv {
 		w.failf("side %s: receive %d completed as %v", s.name, rec.id, c.Op)
 	}
-	var simWantFlags CompFlags
-	switch m.op {
-	case OpSendSE, OpSendSEInv, OpSendSEImm, OpSendSEInvImm, OpImmediateSE, OpWriteImmSE:
-		simWantFlags |= Solicited
+	mwr := m.shape()
+	wantSE := m.flags&rdma.Solicited != 0 // Send, Immediate Data or Write with Immediate with SE
+	wantInv := invalidates(mwr)
+	wantImm := sendImm(mwr) || immediate(mwr) || writeImm(mwr)
+	if c.Solicited != wantSE || (c.Invalidated != 0) != wantInv || c.HasImmediate != wantImm {
+		w.failf("side %s: receive %d of the peer's %v WR %d (flags %#x) has solicited %v, invalidated %#x, immediate %v; want solicited %v, an invalidation %v, immediate %v",
+			s.name, rec.id, m.op, m.id, m.flags, c.Solicited, c.Invalidated, c.HasImmediate, wantSE, wantInv, wantImm)
 	}
-	switch m.op {
-	case OpSendInv, OpSendSEInv, OpSendInvImm, OpSendSEInvImm:
-		simWantFlags |= Invalidated
+	if wantImm && c.Immediate != m.imm {
+		w.failf("side %s: receive %d of the peer's %v WR %d has immediate %#x, want %#x", s.name, rec.id, m.op, m.id, c.Immediate, m.imm)
 	}
-	if m.op.sendImm() || m.op.immediate() || m.op == OpWriteImm || m.op == OpWriteImmSE {
-		simWantFlags |= HasImm
-	}
-	if c.Flags != simWantFlags {
-		w.failf("side %s: receive %d of the peer's %v WR %d has flags %#x, want %#x", s.name, rec.id, m.op, m.id, c.Flags, simWantFlags)
-	}
-	if simWantFlags&HasImm != 0 && c.Imm != m.imm {
-		w.failf("side %s: receive %d of the peer's %v WR %d has immediate %#x, want %#x", s.name, rec.id, m.op, m.id, c.Imm, m.imm)
-	}
-	if simWantFlags&Invalidated != 0 {
-		if c.InvSTag != m.invSTag {
-			w.failf("side %s: receive %d of the peer's %v WR %d invalidated %#x, want %#x", s.name, rec.id, m.op, m.id, c.InvSTag, m.invSTag)
+	if wantInv {
+		if c.Invalidated != m.invSTag {
+			w.failf("side %s: receive %d of the peer's %v WR %d invalidated %#x, want %#x", s.name, rec.id, m.op, m.id, c.Invalidated, m.invSTag)
 		}
 		if t := m.remoteInv; t != nil {
 			s.invalidatedBy(t, m.invSTag, "remote invalidation", m.epoch)
 		}
 	}
 	switch {
-	case m.op.immediate() || m.op == OpWriteImm || m.op == OpWriteImmSE:
-		want := uint32(0)
+	case immediate(mwr) || writeImm(mwr):
+		want := 0
 		if rec.n >= wire.ImmediateDataLen {
 			want = wire.ImmediateDataLen
 			var v [8]byte
 			binary.BigEndian.PutUint64(v[:], m.imm)
-			if got := simGather(rec.sgl, 8); !bytes.Equal(got, v[:]) {
+			if got := simGather(rec.segs, 8); !bytes.Equal(got, v[:]) {
 				w.failf("side %s: receive %d of Immediate Data %#x holds % x", s.name, rec.id, m.imm, got)
 			}
 		}
@@ -230,10 +223,10 @@ func (s *simSide) receiveOK(rec *simWR, c *Completion) {
 			w.failf("side %s: receive %d of Immediate Data has length %d, want %d", s.name, rec.id, c.Len, want)
 		}
 	default:
-		if int(c.Len) != m.n {
+		if c.Len != m.n {
 			w.failf("side %s: receive %d of the peer's %d-octet %v WR %d has length %d", s.name, rec.id, m.n, m.op, m.id, c.Len)
 		}
-		if got := simGather(rec.sgl, m.n); !bytes.Equal(got, m.payload) {
+		if got := simGather(rec.segs, m.n); !bytes.Equal(got, m.payload) {
 			i := simFirstDiff(got, m.payload)
 			w.failf("side %s: receive %d of the peer's %v WR %d: octet %d is %#x, the peer sent %#x", s.name, rec.id, m.op, m.id, i, got[i], m.payload[i])
 		}
@@ -258,7 +251,7 @@ func (s *simSide) proves(rec *simWR) {
 			s.w.failf("side %s: the peer's %v WR %d (before WR %d) is not placed: target octet %d is %#x, want %#x", s.peer.name, e.op, e.id, rec.id, i, got[i], e.payload[i])
 		}
 	}
-	if rec.target != nil && !rec.verified && (rec.op == OpWriteImm || rec.op == OpWriteImmSE) {
+	if rec.target != nil && !rec.verified && writeImm(rec.shape()) {
 		rec.verified = true
 		got := rec.target.bytes()[rec.targetOff : rec.targetOff+rec.n]
 		if !bytes.Equal(got, rec.payload) {
@@ -276,7 +269,7 @@ func (s *simSide) failed(rec *simWR, c *Completion) {
 	}
 	// A Local Invalidate of an STag that is no longer valid fails alone:
 	// the QP stays in RTS (as the engine does).
-	badInv := rec.op == OpLocalInv && c.Status == rdma.StatusLocalProtection && errors.Is(c.Err, ErrLocalInvalidate)
+	badInv := rec.op == rdma.OpLocalInvalidate && c.Status == rdma.StatusLocalProtection && errors.Is(c.Err, ErrLocalInvalidate)
 	if state == rdma.StateRTS && !badInv {
 		w.failf("side %s: WR %d (%v) completed with %v (%v) while the QP is in RTS", s.name, rec.id, rec.op, c.Status, c.Err)
 	}
@@ -302,7 +295,7 @@ func (s *simSide) failed(rec *simWR, c *Completion) {
 	default:
 		w.failf("side %s: WR %d (%v) completed with unknown status %v", s.name, rec.id, rec.op, c.Status)
 	}
-	if rec.op == OpLocalInv || rec.invalidates != nil {
+	if rec.op == rdma.OpLocalInvalidate || rec.invalidates != nil {
 		// It may or may not have begun its invalidation: the region is
 		// not used again.
 		if t := rec.invalidates; t != nil && t.state == simRegValid && t.stag == rec.invSTag {
@@ -325,7 +318,7 @@ func (w *simWorld) checkSettled() {
 			if e.done {
 				continue
 			}
-			if e.flags&Signaled != 0 {
+			if e.flags&rdma.Signaled != 0 {
 				w.failf("side %s: the network settled but signaled %v WR %d (posted at step %d) has not completed", s.name, e.op, e.id, e.postedAt)
 			}
 		}
@@ -362,7 +355,7 @@ func (w *simWorld) final() {
 	for _, s := range w.sides {
 		s.poll()
 		for _, e := range s.sq[s.sqDone:] {
-			if !e.done && e.flags&Signaled != 0 {
+			if !e.done && e.flags&rdma.Signaled != 0 {
 				w.failf("side %s: signaled %v WR %d (posted at step %d) never completed", s.name, e.op, e.id, e.postedAt)
 			}
 			if !e.done && s.core.State() != rdma.StateError {

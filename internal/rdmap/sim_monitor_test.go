@@ -7,6 +7,7 @@ import (
 
 	"github.com/goiwarp/iwarp/internal/fpdu"
 	"github.com/goiwarp/iwarp/internal/wire"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // simMonitor reads what one side writes, FPDU by FPDU, with the framing
@@ -216,22 +217,22 @@ func simSegmented(op wire.Opcode) bool {
 // side is outstanding (RFC 5040 §5.5).
 func (m *simMonitor) sqMessage(op wire.Opcode) {
 	s, w := m.s, m.s.w
-	for m.sq < len(s.sq) && s.sq[m.sq].op == OpLocalInv {
+	for m.sq < len(s.sq) && s.sq[m.sq].op == rdma.OpLocalInvalidate {
 		m.sq++
 	}
 	if m.sq >= len(s.sq) {
 		w.failf("side %s sent a %v message, but no posted WR is left to send", s.name, op)
 	}
 	rec := s.sq[m.sq]
-	want := simWireOp(rec.op, m.half)
+	want := simWireOp(rec.op, rec.flags, m.half)
 	if op != want {
 		w.failf("side %s sent a %v message where its next WR (%d, %v) needs %v: messages out of posting order", s.name, op, rec.id, rec.op, want)
 	}
-	if !m.half && rec.flags&Fence != 0 {
+	if !m.half && rec.flags&rdma.Fence != 0 {
 		m.fenced(rec)
 	}
 	m.cur = rec
-	if (rec.op == OpWriteImm || rec.op == OpWriteImmSE) && !m.half {
+	if writeImm(rec.shape()) && !m.half {
 		m.half = true
 		return
 	}
@@ -254,7 +255,7 @@ func (m *simMonitor) fenced(rec *simWR) {
 	s := m.s
 	earlier := 0
 	for _, e := range s.sq[:rec.seq] {
-		if e.op.outbound() {
+		if outbound(e.shape()) {
 			earlier++
 		}
 	}
@@ -270,44 +271,38 @@ func (m *simMonitor) fenced(rec *simWR) {
 }
 
 // simWireOp is the opcode of a WR's message (of its second message, the
-// Immediate Data of a Write with Immediate, with second).
-func simWireOp(op Op, second bool) wire.Opcode {
+// Immediate Data of a Write with Immediate, with second): its opcode and
+// its variant flags pick it.
+func simWireOp(op rdma.Opcode, flags rdma.SendFlags, second bool) wire.Opcode {
+	se := flags&rdma.Solicited != 0
 	switch op {
-	case OpSend:
-		return wire.OpSend
-	case OpSendSE:
-		return wire.OpSendSE
-	case OpSendInv:
-		return wire.OpSendInv
-	case OpSendSEInv:
-		return wire.OpSendSEInv
-	case OpWrite:
-		return wire.OpWrite
-	case OpWriteImm, OpWriteImmSE:
+	case rdma.OpSend:
+		sends := map[rdma.SendFlags]wire.Opcode{
+			0: wire.OpSend, rdma.Solicited: wire.OpSendSE, rdma.Invalidate: wire.OpSendInv, rdma.Solicited | rdma.Invalidate: wire.OpSendSEInv,
+			rdma.WithImmediate: wire.OpSendImm, rdma.Invalidate | rdma.WithImmediate: wire.OpSendInvImm,
+			rdma.Solicited | rdma.WithImmediate: wire.OpSendSEImm, rdma.Solicited | rdma.Invalidate | rdma.WithImmediate: wire.OpSendSEInvImm,
+		}
+		if o, ok := sends[flags&simVariantFlags]; ok {
+			return o
+		}
+	case rdma.OpWrite:
 		switch {
-		case !second:
+		case flags&rdma.WithImmediate == 0, !second:
 			return wire.OpWrite
-		case op == OpWriteImm:
+		case !se:
 			return wire.OpImmediate
 		}
 		return wire.OpImmediateSE
-	case OpRead, OpReadInv:
+	case rdma.OpRead:
 		return wire.OpReadRequest
-	case OpFetchAdd, OpCmpSwap:
+	case rdma.OpFetchAdd, rdma.OpCompareSwap:
 		return wire.OpAtomicRequest
-	case OpImmediate:
+	case rdma.OpImmediate:
+		if se {
+			return wire.OpImmediateSE
+		}
 		return wire.OpImmediate
-	case OpImmediateSE:
-		return wire.OpImmediateSE
-	case OpSendImm:
-		return wire.OpSendImm
-	case OpSendInvImm:
-		return wire.OpSendInvImm
-	case OpSendSEImm:
-		return wire.OpSendSEImm
-	case OpSendSEInvImm:
-		return wire.OpSendSEInvImm
-	case OpReadV2:
+	case rdma.OpReadV2:
 		return wire.OpReadV2Request
 	}
 	return 0xFF

@@ -94,12 +94,12 @@ func (s *simSide) start() {
 	}
 	switch {
 	case c.srq[s.idx]:
-		s.srq = NewRecvRing(c.rqDepth[s.idx], c.maxSGE[s.idx])
+		s.srq = NewRecvRing(c.rqDepth[s.idx], c.maxSGE[s.idx], s.table, s.pd)
 		cfg.Recv = s.srq
 	case s.w.rng.IntN(3) == 0:
 		// Receives posted before the connection is up, into the ring
 		// that becomes the Core's own queue (Config.OwnRecv).
-		ring := NewRecvRing(c.rqDepth[s.idx], c.maxSGE[s.idx])
+		ring := NewRecvRing(c.rqDepth[s.idx], c.maxSGE[s.idx], s.table, s.pd)
 		for range 1 + s.w.rng.IntN(3) {
 			s.postRecvsTo("RecvRing.Post", ring.Post, rdma.StateRTS)
 		}

@@ -115,7 +115,7 @@ func simSideName(i int) string { return string(rune('A' + i)) }
 
 // simCover counts what one run exercised.
 type simCover struct {
-	ok        [OpReadV2 + 1]int // successful WRs by operation (OpRecv: receives)
+	ok        [rdma.OpReadV2 + 1][simVariantFlags + 1]int // successful WRs by operation and variant (OpRecv: receives)
 	status    [rdma.StatusFatal + 1]int
 	fault     [simNumFaults]int
 	frozen    map[string]int // regions frozen after a drain, by what drained
@@ -127,10 +127,39 @@ type simCover struct {
 	cut       int // streams that ended inside an FPDU
 }
 
+// simVariantFlags are the flags that make a variant of an operation (the
+// coverage counts each variant).
+const simVariantFlags = rdma.Solicited | rdma.Invalidate | rdma.WithImmediate
+
+// simVariantExists reports whether op with the variant flags f exists (a
+// receive has no variants).
+func simVariantExists(op rdma.Opcode, f rdma.SendFlags) bool {
+	if op == rdma.OpRecv {
+		return f == 0
+	}
+	return rdma.ValidFlags(op, f)
+}
+
+// simVariantName names op with the variant flags f (SendSEInvImm, say).
+func simVariantName(op rdma.Opcode, f rdma.SendFlags) string {
+	name := op.String()
+	for _, v := range []struct {
+		f    rdma.SendFlags
+		name string
+	}{{rdma.Solicited, "SE"}, {rdma.Invalidate, "Inv"}, {rdma.WithImmediate, "Imm"}} {
+		if f&v.f != 0 {
+			name += v.name
+		}
+	}
+	return name
+}
+
 // add merges o into c.
 func (c *simCover) add(o *simCover) {
 	for i := range c.ok {
-		c.ok[i] += o.ok[i]
+		for j := range c.ok[i] {
+			c.ok[i][j] += o.ok[i][j]
+		}
 	}
 	for i := range c.status {
 		c.status[i] += o.status[i]
@@ -155,9 +184,14 @@ func (c *simCover) add(o *simCover) {
 // gaps lists what a long range of seeds must have exercised and did not.
 func (c *simCover) gaps() []string {
 	var g []string
-	for op := OpSend; op <= OpReadV2; op++ {
-		if c.ok[op] == 0 {
-			g = append(g, "a successful "+op.String())
+	for op := rdma.OpSend; op <= rdma.OpReadV2; op++ {
+		for f := range rdma.SendFlags(simVariantFlags + 1) {
+			if f&^simVariantFlags != 0 || !simVariantExists(op, f) {
+				continue
+			}
+			if c.ok[op][f] == 0 {
+				g = append(g, "a successful "+simVariantName(op, f))
+			}
 		}
 	}
 	// rdma.StatusLocalLength and rdma.StatusFatal are defined but the Core (as the

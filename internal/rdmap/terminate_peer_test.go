@@ -14,7 +14,7 @@ import (
 func TestPeerTerminateWhileWriting(t *testing.T) {
 	e := newTermEnv(t, defaults())
 	src := region(t, e.table, testPD, 64<<10, 's', 0)
-	post(t, e.c, SendWR{ID: 1, Op: OpSend, Flags: Signaled, SGL: []SGE{sge(src)}})
+	post(t, e.c, SendWR{ID: 1, Op: rdma.OpSend, Flags: rdma.Signaled, SGL: []rdma.SGE{sge(src)}})
 	iov := e.c.TxBufs(nil)
 	code := rdma.TermRDMAPInvalidSTag
 	term := cat(untagged(7, true, 0, 2, 1, 0), []byte{byte(code.Layer())<<4 | byte(code.Type()), code.Code(), 0, 0})

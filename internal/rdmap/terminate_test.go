@@ -57,7 +57,7 @@ func newTermEnv(t testing.TB, o cfg) *termEnv {
 	}
 	e.otherAt = reg(testPD+1, mem.AccessRemoteAtomic|mem.AccessRemoteInvalidate)
 	e.sink = reg(testPD, mem.AccessLocalWrite)
-	if _, err := e.c.PostRecv([]RecvWR{{ID: 5, SGL: []SGE{{Region: e.write, Len: 64}}}}); err != nil {
+	if _, err := e.c.PostRecv([]RecvWR{{ID: 5, SGL: []rdma.SGE{{STag: stagOf(e.write), Length: 64}}}}); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -193,24 +193,24 @@ var termCases = []termCase{
 		return cat(tagged(2, true, stagOf(e.write), e.write.Base()), []byte("data"))
 	}, code: rdma.TermRDMAPUnexpectedOpcode, ddpLen: 14},
 	{name: "ReadResponse/outside-sink/DDP-1-0x01", pre: func(e *termEnv) {
-		e.outstanding(SendWR{ID: 3, Op: OpRead, Flags: Signaled, SGL: []SGE{{Region: e.sink, Len: 64}}, RemoteSTag: 77})
+		e.outstanding(SendWR{ID: 3, Op: rdma.OpRead, Flags: rdma.Signaled, SGL: []rdma.SGE{{STag: stagOf(e.sink), Length: 64}}, Remote: rdma.RemoteBuffer{STag: 77}})
 	}, bad: func(e *termEnv) []byte {
 		return cat(tagged(2, true, stagOf(e.sink), e.sink.Base()+32), make([]byte, 64))
 	},
 		code: rdma.TermDDPBaseBounds, ddpLen: 14},
 	{name: "ReadResponse/wrong-STag/DDP-1-0x00", pre: func(e *termEnv) {
-		e.outstanding(SendWR{ID: 3, Op: OpRead, Flags: Signaled, SGL: []SGE{{Region: e.sink, Len: 64}}, RemoteSTag: 77})
+		e.outstanding(SendWR{ID: 3, Op: rdma.OpRead, Flags: rdma.Signaled, SGL: []rdma.SGE{{STag: stagOf(e.sink), Length: 64}}, Remote: rdma.RemoteBuffer{STag: 77}})
 	}, bad: func(e *termEnv) []byte {
 		return cat(tagged(2, true, stagOf(e.write), e.write.Base()), make([]byte, 64))
 	},
 		code: rdma.TermDDPInvalidSTag, ddpLen: 14},
 	{name: "ReadResponse/short-at-L/DDP-1-0x01", pre: func(e *termEnv) {
-		e.outstanding(SendWR{ID: 3, Op: OpRead, Flags: Signaled, SGL: []SGE{{Region: e.sink, Len: 64}}, RemoteSTag: 77})
+		e.outstanding(SendWR{ID: 3, Op: rdma.OpRead, Flags: rdma.Signaled, SGL: []rdma.SGE{{STag: stagOf(e.sink), Length: 64}}, Remote: rdma.RemoteBuffer{STag: 77}})
 	}, bad: func(e *termEnv) []byte { return cat(tagged(2, true, stagOf(e.sink), e.sink.Base()), make([]byte, 60)) },
 		code: rdma.TermDDPBaseBounds, ddpLen: 14},
 	{name: "ReadResponse-before-AtomicResponse/RDMAP-2-0x06", pre: func(e *termEnv) {
-		e.outstanding(SendWR{ID: 3, Op: OpFetchAdd, Flags: Signaled, RemoteSTag: 77})
-		e.outstanding(SendWR{ID: 4, Op: OpRead, Flags: Signaled, SGL: []SGE{{Region: e.sink, Len: 64}}, RemoteSTag: 77})
+		e.outstanding(SendWR{ID: 3, Op: rdma.OpFetchAdd, Flags: rdma.Signaled, Remote: rdma.RemoteBuffer{STag: 77}})
+		e.outstanding(SendWR{ID: 4, Op: rdma.OpRead, Flags: rdma.Signaled, SGL: []rdma.SGE{{STag: stagOf(e.sink), Length: 64}}, Remote: rdma.RemoteBuffer{STag: 77}})
 	}, bad: func(e *termEnv) []byte { return cat(tagged(2, true, stagOf(e.sink), e.sink.Base()), make([]byte, 64)) },
 		code: rdma.TermRDMAPUnexpectedOpcode, ddpLen: 14},
 
@@ -267,17 +267,17 @@ var termCases = []termCase{
 	{name: "AtomicResponse/unsolicited/RDMAP-2-0x06", bad: func(*termEnv) []byte { return cat(untagged(0xB, true, 0, 3, 1, 0), make([]byte, 12)) },
 		code: rdma.TermRDMAPUnexpectedOpcode, ddpLen: 18},
 	{name: "AtomicResponse/wrong-ID/RDMAP-2-0xFF", pre: func(e *termEnv) {
-		e.outstanding(SendWR{ID: 3, Op: OpFetchAdd, Flags: Signaled, RemoteSTag: 77})
+		e.outstanding(SendWR{ID: 3, Op: rdma.OpFetchAdd, Flags: rdma.Signaled, Remote: rdma.RemoteBuffer{STag: 77}})
 	}, bad: func(*termEnv) []byte {
 		return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint32(untagged(0xB, true, 0, 3, 1, 0), 99), 7)
 	}, code: rdma.TermRDMAPOpUnspecified, ddpLen: 18},
 	{name: "AtomicResponse/MSN/DDP-2-0x03", pre: func(e *termEnv) {
-		e.outstanding(SendWR{ID: 3, Op: OpFetchAdd, Flags: Signaled, RemoteSTag: 77})
+		e.outstanding(SendWR{ID: 3, Op: rdma.OpFetchAdd, Flags: rdma.Signaled, Remote: rdma.RemoteBuffer{STag: 77}})
 	}, bad: func(*termEnv) []byte { return cat(untagged(0xB, true, 0, 3, 2, 0), make([]byte, 12)) },
 		code: rdma.TermDDPMSNRange, ddpLen: 18},
 	{name: "AtomicResponse/before-ReadResponse/RDMAP-2-0x06", pre: func(e *termEnv) {
-		e.outstanding(SendWR{ID: 3, Op: OpRead, Flags: Signaled, SGL: []SGE{{Region: e.sink, Len: 64}}, RemoteSTag: 77})
-		e.outstanding(SendWR{ID: 4, Op: OpFetchAdd, Flags: Signaled, RemoteSTag: 77})
+		e.outstanding(SendWR{ID: 3, Op: rdma.OpRead, Flags: rdma.Signaled, SGL: []rdma.SGE{{STag: stagOf(e.sink), Length: 64}}, Remote: rdma.RemoteBuffer{STag: 77}})
+		e.outstanding(SendWR{ID: 4, Op: rdma.OpFetchAdd, Flags: rdma.Signaled, Remote: rdma.RemoteBuffer{STag: 77}})
 	}, bad: func(*termEnv) []byte { return cat(untagged(0xB, true, 0, 3, 1, 0), make([]byte, 12)) },
 		code: rdma.TermRDMAPUnexpectedOpcode, ddpLen: 18},
 
@@ -377,7 +377,7 @@ func readV2Req(h []byte, size, stag uint32, to uint64) []byte {
 // readV2Outstanding posts a 16-byte Read V2 and lets the peer receive its
 // request.
 func readV2Outstanding(e *termEnv) {
-	e.outstanding(SendWR{ID: 7, Op: OpReadV2, Flags: Signaled, SGL: []SGE{{Region: e.sink, Len: 16}}, RemoteSTag: 5})
+	e.outstanding(SendWR{ID: 7, Op: rdma.OpReadV2, Flags: rdma.Signaled, SGL: []rdma.SGE{{STag: stagOf(e.sink), Length: 16}}, Remote: rdma.RemoteBuffer{STag: 5}})
 }
 
 // TestTerminates: each violation gives its Terminate (at the next FPDU
@@ -514,8 +514,8 @@ func TestFramingTerminates(t *testing.T) {
 func TestTerminateReceived(t *testing.T) {
 	o := defaults()
 	e := newTermEnv(t, o)
-	e.outstanding(SendWR{ID: 1, Op: OpRead, Flags: Signaled, SGL: []SGE{{Region: e.sink, Len: 64}}, RemoteSTag: 77})
-	post(t, e.c, SendWR{ID: 2, Op: OpSend, Flags: Signaled})
+	e.outstanding(SendWR{ID: 1, Op: rdma.OpRead, Flags: rdma.Signaled, SGL: []rdma.SGE{{STag: stagOf(e.sink), Length: 64}}, Remote: rdma.RemoteBuffer{STag: 77}})
+	post(t, e.c, SendWR{ID: 2, Op: rdma.OpSend, Flags: rdma.Signaled})
 	code := rdma.TermRDMAPInvalidSTag
 	term := cat(untagged(7, true, 0, 2, 1, 0), []byte{byte(code.Layer())<<4 | byte(code.Type()), code.Code(), 0, 0})
 	rxAll(e.c, e.p.frame(term), 1)
@@ -528,8 +528,8 @@ func TestTerminateReceived(t *testing.T) {
 	}
 	e.c.Close()
 	got := poll(e.c)
-	wantComps(t, got, Completion{Queue: SendQueue, ID: 1, Status: rdma.StatusRemoteAccess}, Completion{Queue: SendQueue, ID: 2, Status: rdma.StatusFlushed},
-		Completion{Queue: RecvQueue, ID: 5, Status: rdma.StatusFlushed})
+	wantComps(t, got, Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 1, Status: rdma.StatusRemoteAccess}}, Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 2, Status: rdma.StatusFlushed}},
+		Completion{Queue: RecvQueue, Completion: rdma.Completion{ID: 5, Status: rdma.StatusFlushed}})
 	if got[0].Err != te || e.c.Err() != te {
 		t.Fatalf("errors %v, %v", got[0].Err, e.c.Err())
 	}
@@ -604,9 +604,9 @@ func TestBrokenFirstFPDUReleasesHold(t *testing.T) {
 // only the work behind it is flushed.
 func TestTerminateWhileWriteOut(t *testing.T) {
 	e := newTermEnv(t, defaults())
-	post(t, e.c, SendWR{ID: 1, Op: OpWrite, Flags: Signaled, SGL: []SGE{{Region: e.sink, Len: 64}}, RemoteSTag: 77})
+	post(t, e.c, SendWR{ID: 1, Op: rdma.OpWrite, Flags: rdma.Signaled, SGL: []rdma.SGE{{STag: stagOf(e.sink), Length: 64}}, Remote: rdma.RemoteBuffer{STag: 77}})
 	n := bufsLen(e.c.TxBufs(nil))
-	post(t, e.c, SendWR{ID: 2, Op: OpSend, Flags: Signaled})
+	post(t, e.c, SendWR{ID: 2, Op: rdma.OpSend, Flags: rdma.Signaled})
 	code := rdma.TermDDPInvalidSTag
 	term := cat(untagged(7, true, 0, 2, 1, 0), []byte{byte(code.Layer())<<4 | byte(code.Type()), code.Code(), 0, 0})
 	rxAll(e.c, e.p.frame(term), 1)
@@ -618,8 +618,8 @@ func TestTerminateWhileWriteOut(t *testing.T) {
 		t.Fatal("no close after TxDone")
 	}
 	e.c.Close()
-	wantComps(t, poll(e.c), Completion{Queue: SendQueue, ID: 1, Status: rdma.StatusSuccess}, Completion{Queue: SendQueue, ID: 2, Status: rdma.StatusRemoteAccess},
-		Completion{Queue: RecvQueue, ID: 5, Status: rdma.StatusFlushed})
+	wantComps(t, poll(e.c), Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 1, Status: rdma.StatusSuccess}}, Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 2, Status: rdma.StatusRemoteAccess}},
+		Completion{Queue: RecvQueue, Completion: rdma.Completion{ID: 5, Status: rdma.StatusFlushed}})
 }
 
 // TestPeerCloseWhileSendOut: the peer's close (its FIN) arrives while the
@@ -628,7 +628,7 @@ func TestTerminateWhileWriteOut(t *testing.T) {
 // does the QP go down with ErrPeerDisconnected.
 func TestPeerCloseWhileSendOut(t *testing.T) {
 	e := newTermEnv(t, defaults())
-	post(t, e.c, SendWR{ID: 1, Op: OpSend, Flags: Signaled, SGL: []SGE{{Region: e.sink, Len: 64}}})
+	post(t, e.c, SendWR{ID: 1, Op: rdma.OpSend, Flags: rdma.Signaled, SGL: []rdma.SGE{{STag: stagOf(e.sink), Length: 64}}})
 	n := bufsLen(e.c.TxBufs(nil))
 	e.c.RxEOF(nil)
 	if e.c.State() != rdma.StateRTS || e.c.WantClose() {
@@ -638,7 +638,7 @@ func TestPeerCloseWhileSendOut(t *testing.T) {
 	if e.c.State() != rdma.StateError || !errors.Is(e.c.Err(), ErrPeerDisconnected) {
 		t.Fatalf("after TxDone: state %v, error %v", e.c.State(), e.c.Err())
 	}
-	wantComps(t, poll(e.c), Completion{Queue: SendQueue, ID: 1, Status: rdma.StatusSuccess}, Completion{Queue: RecvQueue, ID: 5, Status: rdma.StatusFlushed})
+	wantComps(t, poll(e.c), Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 1, Status: rdma.StatusSuccess}}, Completion{Queue: RecvQueue, Completion: rdma.Completion{ID: 5, Status: rdma.StatusFlushed}})
 }
 
 // TestTerminateThenEOFWhileWriteOut: the peer's Terminate and then its
@@ -649,7 +649,7 @@ func TestPeerCloseWhileSendOut(t *testing.T) {
 func TestTerminateThenEOFWhileWriteOut(t *testing.T) {
 	for _, eofErr := range []error{nil, errors.New("connection reset by peer")} {
 		e := newTermEnv(t, defaults())
-		post(t, e.c, SendWR{ID: 1, Op: OpWrite, Flags: Signaled, SGL: []SGE{{Region: e.sink, Len: 64}}, RemoteSTag: 77})
+		post(t, e.c, SendWR{ID: 1, Op: rdma.OpWrite, Flags: rdma.Signaled, SGL: []rdma.SGE{{STag: stagOf(e.sink), Length: 64}}, Remote: rdma.RemoteBuffer{STag: 77}})
 		n := bufsLen(e.c.TxBufs(nil))
 		code := rdma.TermDDPInvalidSTag
 		term := cat(untagged(7, true, 0, 2, 1, 0), []byte{byte(code.Layer())<<4 | byte(code.Type()), code.Code(), 0, 0})

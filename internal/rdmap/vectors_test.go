@@ -40,12 +40,12 @@ func TestV2Vectors(t *testing.T) {
 		sink := region(t, table, testPD, 16, 0, mem.AccessLocalWrite)
 		res := region(t, table, testPD, 8, 0, mem.AccessLocalWrite)
 		post(t, c,
-			SendWR{ID: 0, Op: OpWrite, SGL: []SGE{{Region: src, Len: 8}}, RemoteSTag: 0x1000},
-			SendWR{ID: 1, Op: OpSendImm, SGL: []SGE{{Region: src, Off: 8, Len: 6}}, Imm: 0x1122334455667788},
-			SendWR{ID: 2, Op: OpSendImm, Imm: 0xdeadbeef},
-			SendWR{ID: 3, Op: OpSendSEInvImm, InvSTag: 0x00abcd01, Imm: 7},
-			SendWR{ID: 4, Op: OpReadV2, SGL: []SGE{sge(sink)}, RemoteSTag: 0x2000, RemoteTO: 0x40},
-			SendWR{ID: 5, Op: OpFetchAdd, Flags: Signaled, SGL: []SGE{sge(res)}, RemoteSTag: 0x2000, RemoteTO: 0x80, Data: 1})
+			SendWR{ID: 0, Op: rdma.OpWrite, SGL: []rdma.SGE{{STag: stagOf(src), Length: 8}}, Remote: rdma.RemoteBuffer{STag: 0x1000}},
+			SendWR{ID: 1, Op: rdma.OpSend, Flags: rdma.WithImmediate, SGL: []rdma.SGE{{STag: stagOf(src), Offset: 8, Length: 6}}, Immediate: 0x1122334455667788},
+			SendWR{ID: 2, Op: rdma.OpSend, Flags: rdma.WithImmediate, Immediate: 0xdeadbeef},
+			SendWR{ID: 3, Op: rdma.OpSend, Flags: rdma.WithImmediate | rdma.Solicited | rdma.Invalidate, InvalidateSTag: 0x00abcd01, Immediate: 7},
+			SendWR{ID: 4, Op: rdma.OpReadV2, SGL: []rdma.SGE{sge(sink)}, Remote: rdma.RemoteBuffer{STag: 0x2000, TO: 0x40}},
+			SendWR{ID: 5, Op: rdma.OpFetchAdd, Flags: rdma.Signaled, SGL: []rdma.SGE{sge(res)}, Remote: rdma.RemoteBuffer{STag: 0x2000, TO: 0x80}, Add: 1})
 		out := txAll(c)
 		for _, name := range []string{"v2-write", "v2-send-imm-seg1", "v2-send-imm-last", "v2-send-imm-empty", "v2-send-inv-se-imm", "v2-read-request", "v2-atomic-request"} {
 			want := vec[name]
@@ -137,14 +137,14 @@ func TestWriteInsideSend(t *testing.T) {
 	c, p, table := single(t, defaults())
 	rb := region(t, table, testPD, 16, 0, mem.AccessLocalWrite)
 	w := region(t, table, testPD, 16, 0, mem.AccessRemoteWrite)
-	if _, err := c.PostRecv([]RecvWR{{ID: 1, SGL: []SGE{sge(rb)}}}); err != nil {
+	if _, err := c.PostRecv([]RecvWR{{ID: 1, SGL: []rdma.SGE{sge(rb)}}}); err != nil {
 		t.Fatal(err)
 	}
 	rxAll(c, p.frame(cat(untagged(3, false, 0, 0, 1, 0), []byte("head")),
 		cat(tagged(0, true, stagOf(w), w.Base()), []byte("inside")),
 		cat(untagged(3, true, 0, 0, 1, 4), []byte("tail"))), 5)
 	got := poll(c)
-	wantComps(t, got, Completion{Queue: RecvQueue, ID: 1})
+	wantComps(t, got, Completion{Queue: RecvQueue, Completion: rdma.Completion{ID: 1}})
 	if got[0].Len != 8 || string(rb.Bytes()[:8]) != "headtail" || string(w.Bytes()[:6]) != "inside" {
 		t.Fatalf("receive %+v: %q, %q", got[0], rb.Bytes(), w.Bytes())
 	}
@@ -160,7 +160,7 @@ func TestWaitingAndProgress(t *testing.T) {
 		t.Fatal("an idle QP waits")
 	}
 	pr := c.Progress()
-	post(t, c, SendWR{ID: 1, Op: OpRead, Flags: Signaled, SGL: []SGE{sge(sink)}, RemoteSTag: 9})
+	post(t, c, SendWR{ID: 1, Op: rdma.OpRead, Flags: rdma.Signaled, SGL: []rdma.SGE{sge(sink)}, Remote: rdma.RemoteBuffer{STag: 9}})
 	if !c.WantTx() {
 		t.Fatal("nothing to send after a post")
 	}
@@ -180,7 +180,7 @@ func TestWaitingAndProgress(t *testing.T) {
 	if c.Waiting() || c.Progress() == pr {
 		t.Fatalf("waiting %v after the response", c.Waiting())
 	}
-	wantComps(t, poll(c), Completion{Queue: SendQueue, ID: 1})
+	wantComps(t, poll(c), Completion{Queue: SendQueue, Completion: rdma.Completion{ID: 1}})
 	rxAll(c, p.frame(tagged(0, true, 1, 0))[:5], 5)
 	if !c.Waiting() {
 		t.Fatal("not waiting inside an FPDU")
@@ -194,7 +194,7 @@ func TestResponderHoldsSend(t *testing.T) {
 	o := defaults()
 	o.framing.HoldSendUntilReceive = true
 	c, p, _ := single(t, o)
-	post(t, c, SendWR{ID: 1, Op: OpWrite, Flags: Signaled, RemoteSTag: 9})
+	post(t, c, SendWR{ID: 1, Op: rdma.OpWrite, Flags: rdma.Signaled, Remote: rdma.RemoteBuffer{STag: 9}})
 	if c.WantTx() || len(txAll(c)) != 0 {
 		t.Fatal("sent before the Initiator's first FPDU")
 	}
@@ -219,10 +219,10 @@ func TestAtomicsVectors(t *testing.T) {
 	for i, v := range rows {
 		to := uint64(8 * (i % 4))
 		binary.NativeEndian.PutUint64(p.remote.Bytes()[to:], v.Original)
-		wr := SendWR{ID: uint64(i), Op: OpFetchAdd, Flags: Signaled, SGL: []SGE{{Region: p.local, Len: 8}},
-			RemoteSTag: stagOf(p.remote), RemoteTO: p.remote.Base() + to, Data: v.Data, Mask: v.Mask}
+		wr := SendWR{ID: uint64(i), Op: rdma.OpFetchAdd, Flags: rdma.Signaled, SGL: []rdma.SGE{{STag: stagOf(p.local), Length: 8}}, Remote: rdma.RemoteBuffer{STag: stagOf(p.remote), TO: p.remote.Base() + to}, Add: v.Data, AddMask: v.Mask}
 		if v.Op == "cmpswap" {
-			wr.Op, wr.Compare, wr.CompareMask = OpCmpSwap, v.Compare, v.CompareMask
+			wr.Op, wr.Compare, wr.CompareMask = rdma.OpCompareSwap, v.Compare, v.CompareMask
+			wr.Add, wr.AddMask, wr.Swap, wr.SwapMask = 0, 0, v.Data, v.Mask
 		}
 		post(t, p.a, wr)
 		pump(p.a, p.b, 1<<20)
