@@ -7,7 +7,7 @@ import "github.com/goiwarp/iwarp/rdma"
 
 // Opcode is the operation of a work request or a completion: OpSend,
 // OpWrite, OpRead, OpReadV2, OpFetchAdd, OpCompareSwap, OpImmediate,
-// OpLocalInvalidate, and OpRecv for receive completions. Variants of an
+// OpLocalInvalidate, OpBindWindow, and OpRecv for receive completions. Variants of an
 // operation (Solicited, Invalidate, WithImmediate) are SendFlags; see
 // rdma.Opcode for each one's meaning and the flags it takes.
 type Opcode = rdma.Opcode
@@ -23,6 +23,7 @@ const (
 	OpImmediate       = rdma.OpImmediate
 	OpLocalInvalidate = rdma.OpLocalInvalidate
 	OpReadV2          = rdma.OpReadV2
+	OpBindWindow      = rdma.OpBindWindow
 )
 
 // SendFlags modify a send work request: Signaled, Fence, Inline (at most

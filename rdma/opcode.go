@@ -43,11 +43,17 @@ const (
 	// OpReadV2 is the V2 draft's RDMA Read V2: the request names only the
 	// peer's source buffer; the response lands in the SGL, untagged.
 	OpReadV2
+	// OpBindWindow binds the type 2 memory window whose STag is
+	// SendWR.Window to the bytes of a local region the SGL's single SGE
+	// names, with the rights SendWR.Access, in send-queue order (RFC 5040
+	// §2's Memory Window; libibverbs' IBV_WR_BIND_MW). Nothing is sent; the
+	// window's new STag is valid once the WR completes.
+	OpBindWindow
 )
 
 var opcodeNames = [...]string{OpSend: "Send", OpWrite: "Write", OpRead: "Read", OpRecv: "Recv",
 	OpFetchAdd: "FetchAdd", OpCompareSwap: "CompareSwap", OpImmediate: "Immediate",
-	OpLocalInvalidate: "LocalInvalidate", OpReadV2: "ReadV2"}
+	OpLocalInvalidate: "LocalInvalidate", OpReadV2: "ReadV2", OpBindWindow: "BindWindow"}
 
 // String names the operation.
 func (o Opcode) String() string {
@@ -96,6 +102,7 @@ var variants = [...][]SendFlags{
 	OpImmediate:       {0, Solicited},
 	OpLocalInvalidate: {0},
 	OpReadV2:          {0},
+	OpBindWindow:      {0},
 }
 
 // ValidFlags reports whether f's Solicited, Invalidate and WithImmediate

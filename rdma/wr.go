@@ -35,8 +35,13 @@ type SendWR struct {
 	// names 8 aligned bytes).
 	Remote RemoteBuffer
 	// InvalidateSTag is the peer STag a Send with Invalidate invalidates, or
-	// the local STag an OpLocalInvalidate invalidates.
+	// the local STag (of a region or a type 2 memory window) an
+	// OpLocalInvalidate invalidates.
 	InvalidateSTag uint32
+	// Window and Access are OpBindWindow's: the STag of the memory window
+	// to bind, and the rights it grants through it.
+	Window uint32
+	Access Access
 	// Immediate is the 8 bytes of OpImmediate and of WithImmediate (sent
 	// big-endian).
 	Immediate uint64

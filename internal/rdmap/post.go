@@ -78,7 +78,7 @@ func (c *Core) postOneSend(wr *SendWR) error {
 // live on its stack (no allocation per post).
 func withoutSGL(wr *SendWR) SendWR {
 	return SendWR{ID: wr.ID, Op: wr.Op, Flags: wr.Flags, Remote: wr.Remote, InvalidateSTag: wr.InvalidateSTag,
-		Immediate: wr.Immediate, Add: wr.Add, AddMask: wr.AddMask,
+		Window: wr.Window, Access: wr.Access, Immediate: wr.Immediate, Add: wr.Add, AddMask: wr.AddMask,
 		Compare: wr.Compare, CompareMask: wr.CompareMask, Swap: wr.Swap, SwapMask: wr.SwapMask}
 }
 
