@@ -244,11 +244,11 @@ func TestExtensionNegotiationMatrix(t *testing.T) {
 		agreed         bool
 	}{
 		{"both-offer", iwarp.ConnOptions{}, iwarp.ConnOptions{}, true},
-		{"server-disabled", iwarp.ConnOptions{}, iwarp.ConnOptions{NoExtensions: true}, false},
-		{"client-disabled", iwarp.ConnOptions{NoExtensions: true}, iwarp.ConnOptions{}, false},
-		{"neither", iwarp.ConnOptions{NoExtensions: true}, iwarp.ConnOptions{NoExtensions: true}, false},
-		{"ULP-declared", iwarp.ConnOptions{NoExtensions: true, PeerExtensions: iwarp.ExtRFC7306}, iwarp.ConnOptions{NoExtensions: true, PeerExtensions: iwarp.ExtRFC7306}, true},
-		{"MPA-rev1", iwarp.ConnOptions{MPARevision: 1}, iwarp.ConnOptions{}, true},
+		{"server-disabled", iwarp.ConnOptions{}, iwarp.ConnOptions{Interop: &iwarp.InteropOptions{HideExtensions: true}}, false},
+		{"client-disabled", iwarp.ConnOptions{Interop: &iwarp.InteropOptions{HideExtensions: true}}, iwarp.ConnOptions{}, false},
+		{"neither", iwarp.ConnOptions{Interop: &iwarp.InteropOptions{HideExtensions: true}}, iwarp.ConnOptions{Interop: &iwarp.InteropOptions{HideExtensions: true}}, false},
+		{"ULP-declared", iwarp.ConnOptions{PeerExtensions: iwarp.ExtRFC7306, Interop: &iwarp.InteropOptions{HideExtensions: true}}, iwarp.ConnOptions{PeerExtensions: iwarp.ExtRFC7306, Interop: &iwarp.InteropOptions{HideExtensions: true}}, true},
+		{"MPA-rev1", iwarp.ConnOptions{Interop: &iwarp.InteropOptions{MPARevision: 1}}, iwarp.ConnOptions{}, true},
 	}
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) {

@@ -12,36 +12,29 @@ import (
 )
 
 // ConnOptions are the MPA connection-setup choices of either side. The zero
-// value gives the project's defaults (docs/spec/mpa.md "Project
-// decisions"): MPA Rev 2 with the RFC 6581 IRD/ORD exchange, CRC asked for,
-// no markers, peer-to-peer mode offering Write and Read RTR, and the RDMAP
-// extensions advertised.
+// value (or nil) gives the project's defaults (docs/mpa.md): MPA Rev 2
+// with the RFC 6581 IRD/ORD exchange, CRC asked for, no markers,
+// peer-to-peer mode offering Write and Read RTR, and the RDMAP extensions
+// advertised. The choices that exist only to meet other implementations
+// are in Interop.
 type ConnOptions struct {
 	// PrivateData goes to the peer with the MPA Request or Reply (at most
 	// 512 bytes in all; Linux siw and Chelsio accept at most 256).
 	PrivateData []byte
-	// NoCRC does not ask for MPA CRCs (they are still used if the peer
-	// asks).
-	NoCRC bool
-	// Markers asks the peer to insert MPA markers into what it sends.
-	Markers bool
+	// MaxPrivateData bounds the private data accepted from the peer
+	// (default 512).
+	MaxPrivateData int
 	// Dialer, if set, makes the connection for Connect (a network
 	// namespace, a proxy, TLS...); default net.Dialer.
 	Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
-	// MPARevision 1 uses RFC 5044 startup without IRD/ORD negotiation
-	// (default 2, RFC 6581).
-	MPARevision int
-	// NoP2P disables RFC 6581 peer-to-peer mode (and so the RTR message).
-	NoP2P bool
-	// RTR is the set of ready-to-receive message types offered (when
-	// connecting) or accepted (when accepting) in peer-to-peer mode.
-	// Zero means the defaults: offer Write and Read, accept all three.
-	RTR RTR
-	// NoExtensions offers no RDMAP extension in the MPA startup (the
-	// project's extension bits, docs/spec/extensions.md §3): RFC 7306
-	// operations then fail locally with ErrNotSupportedByPeer unless
-	// PeerExtensions declares them.
-	NoExtensions bool
+	// Timeout bounds the connection setup when ctx has no earlier deadline
+	// (default: 10 s when connecting, 5 s when accepting). When accepting,
+	// the end of the connection's StartupTimeout also bounds it
+	// (ListenConfig).
+	Timeout time.Duration
+	// DisableCRC does not ask for MPA CRCs (they are still used if the
+	// peer asks: RFC 5044 §7.1).
+	DisableCRC bool
 	// Extensions is the set of RDMAP extensions offered; zero means all
 	// (RFC 7306 and V2). V2 requires RFC 7306.
 	Extensions Extensions
@@ -50,14 +43,33 @@ type ConnOptions struct {
 	// their own protocol, as RFC 7306 suggests, or hardware that does not
 	// use the bits). Only extensions this side offers count.
 	PeerExtensions Extensions
-	// Timeout bounds the connection setup when ctx has no earlier deadline
-	// (default: 10 s when connecting, 5 s when accepting). When accepting,
-	// the end of the connection's StartupTimeout also bounds it
-	// (ListenConfig).
-	Timeout time.Duration
-	// MaxPrivateData bounds the private data accepted from the peer
-	// (default 512).
-	MaxPrivateData int
+	// Interop, if set, changes the setup to meet other implementations.
+	Interop *InteropOptions
+}
+
+// InteropOptions are the connection-setup choices that exist to meet other
+// iWARP implementations (Linux siw, hardware RNICs, perftest): the
+// defaults suit a peer of this stack and Linux siw alike.
+type InteropOptions struct {
+	// MPARevision 1 uses RFC 5044 startup without IRD/ORD negotiation
+	// (default 2, RFC 6581).
+	MPARevision int
+	// Markers asks the peer to insert MPA markers into what it sends
+	// (RFC 5044 §5).
+	Markers bool
+	// DisableP2P disables RFC 6581 peer-to-peer mode (and so the RTR
+	// message).
+	DisableP2P bool
+	// RTR is the set of ready-to-receive message types offered (when
+	// connecting) or accepted (when accepting) in peer-to-peer mode.
+	// Zero means the defaults: offer Write and Read, accept all three.
+	RTR RTR
+	// HideExtensions does not advertise the project's extension bits in
+	// the MPA frames (docs/extensions.md), for peers that refuse reserved
+	// bits: RFC 7306 operations then fail locally with
+	// ErrNotSupportedByPeer unless ConnOptions.PeerExtensions declares
+	// them.
+	HideExtensions bool
 	// SettleDelay (Initiator) is how long Connect waits after the startup
 	// before it returns, when the peer is not known to be this stack (it
 	// did not agree to the project's extension bits). Linux siw 6.1 hooks
@@ -83,33 +95,44 @@ func (o *ConnOptions) mpaConfig(qp *QP) *mpa.Config {
 	if o == nil {
 		o = &ConnOptions{}
 	}
-	c.CRC = !o.NoCRC
-	c.Markers = o.Markers
-	if o.MPARevision == 1 {
-		c.Rev = mpa.Rev1
-		c.P2P = false
-	}
-	if o.RTR != 0 {
-		c.OfferRTR, c.AcceptRTR = o.RTR, o.RTR
-	}
-	if o.NoP2P {
-		c.P2P = false
-		c.AcceptRTR = 0
-	}
+	c.CRC = !o.DisableCRC
 	c.IRD, c.ORD = uint16(qp.cfg.IRD), uint16(qp.cfg.ORD)
 	c.Extensions = mpa.ExtRFC7306 | mpa.ExtV2
 	if o.Extensions != 0 {
 		c.Extensions = o.Extensions
 	}
-	c.NoAdvertise = o.NoExtensions
 	if o.PeerExtensions != 0 {
 		c.DeclarePeerExtensions, c.PeerExtensions = true, o.PeerExtensions
 	}
 	c.PrivateData = o.PrivateData
 	c.Timeout = o.Timeout
 	c.MaxPrivateData = o.MaxPrivateData
-	c.NoResponderHold = o.ResponderSendsFirst
+	if i := o.Interop; i != nil {
+		c.Markers = i.Markers
+		if i.MPARevision == 1 {
+			c.Rev = mpa.Rev1
+			c.P2P = false
+		}
+		if i.RTR != 0 {
+			c.OfferRTR, c.AcceptRTR = i.RTR, i.RTR
+		}
+		if i.DisableP2P {
+			c.P2P = false
+			c.AcceptRTR = 0
+		}
+		c.NoAdvertise = i.HideExtensions
+		c.NoResponderHold = i.ResponderSendsFirst
+	}
 	return c
+}
+
+// settleDelay is how long Connect waits after a startup with a peer not
+// known to be this stack (InteropOptions.SettleDelay).
+func (o *ConnOptions) settleDelay() time.Duration {
+	if o != nil && o.Interop != nil && o.Interop.SettleDelay != 0 {
+		return o.Interop.SettleDelay
+	}
+	return 100 * time.Millisecond
 }
 
 // RTR is a set of RFC 6581 ready-to-receive message types: the first FPDU
@@ -200,11 +223,7 @@ func (qp *QP) ConnectConn(ctx context.Context, nc net.Conn, opts *ConnOptions) e
 		return wrapSetupError(err)
 	}
 	if p := c.Params(); p.Extensions == 0 {
-		settle := 100 * time.Millisecond
-		if opts != nil && opts.SettleDelay != 0 {
-			settle = opts.SettleDelay
-		}
-		if settle > 0 {
+		if settle := opts.settleDelay(); settle > 0 {
 			t := time.NewTimer(settle)
 			select {
 			case <-t.C:

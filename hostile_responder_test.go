@@ -57,7 +57,7 @@ func TestHostileResponderUnofferedExtension_LLP_0_0x04(t *testing.T) {
 	ep := newEndpoint(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err = ep.qp.Connect(ctx, "tcp", ln.Addr().String(), &iwarp.ConnOptions{NoExtensions: true, NoP2P: true})
+	err = ep.qp.Connect(ctx, "tcp", ln.Addr().String(), &iwarp.ConnOptions{Interop: &iwarp.InteropOptions{HideExtensions: true, DisableP2P: true}})
 	if err == nil {
 		t.Fatal("Connect accepted a Reply with an extension it did not offer")
 	}

@@ -167,7 +167,7 @@ func (h *hostileResponder) accept(ctx context.Context, req *iwarp.ConnRequest) e
 			}
 		}()
 	}()
-	if err := req.Accept(ctx, qp, &iwarp.ConnOptions{PrivateData: h.advert, Markers: h.markers.Load()}); err != nil {
+	if err := req.Accept(ctx, qp, &iwarp.ConnOptions{PrivateData: h.advert, Interop: &iwarp.InteropOptions{Markers: h.markers.Load()}}); err != nil {
 		qp.Close()
 		return nil // the hostile peer may break its own startup
 	}

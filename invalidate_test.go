@@ -20,7 +20,7 @@ func TestSendWithInvalidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	stag := exposed.STag()
-	if err := a.qp.PostSend(iwarp.SendWR{ID: 2, Op: iwarp.OpSend, InvalidateSTag: stag, Flags: iwarp.Invalidate|iwarp.Solicited}); err != nil {
+	if err := a.qp.PostSend(iwarp.SendWR{ID: 2, Op: iwarp.OpSend, InvalidateSTag: stag, Flags: iwarp.Invalidate | iwarp.Solicited}); err != nil {
 		t.Fatal(err)
 	}
 	c, err := b.cq.Next(ctx)

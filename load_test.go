@@ -259,7 +259,7 @@ func connectLoad(ctx context.Context, srv *loadServer, pairs []*loadPair) error 
 // loadConnOptions are the options of pair idx (variant idx%4: CRC, no
 // CRC, markers, no CRC and markers), with the given private data.
 func loadConnOptions(idx int, private []byte) *iwarp.ConnOptions {
-	return &iwarp.ConnOptions{PrivateData: private, NoCRC: idx%4 == 1 || idx%4 == 3, Markers: idx%4 >= 2}
+	return &iwarp.ConnOptions{PrivateData: private, DisableCRC: idx%4 == 1 || idx%4 == 3, Interop: &iwarp.InteropOptions{Markers: idx%4 >= 2}}
 }
 
 // connect connects the pair's client QP and checks the negotiation.
@@ -271,7 +271,7 @@ func (p *loadPair) connect(ctx context.Context, addr string) error {
 		return fmt.Errorf("connect QP %d: %w", p.idx, err)
 	}
 	a := p.qp.Attributes()
-	if a.CRC == opts.NoCRC || a.SendMarkers != opts.Markers || a.RecvMarkers != opts.Markers || !a.V2 {
+	if a.CRC == opts.DisableCRC || a.SendMarkers != opts.Interop.Markers || a.RecvMarkers != opts.Interop.Markers || !a.V2 {
 		return fmt.Errorf("QP %d negotiated %+v for %+v", p.idx, a, opts)
 	}
 	return nil

@@ -53,8 +53,8 @@ func TestRealNetworkEveryOperationVerifiedUnderLossAndReordering(t *testing.T) {
 		sizes []int
 	}{
 		{"CRC", iwarp.ConnOptions{}, all},
-		{"noCRC", iwarp.ConnOptions{NoCRC: true}, upTo1MiB},
-		{"markers", iwarp.ConnOptions{Markers: true}, upTo1MiB},
+		{"noCRC", iwarp.ConnOptions{DisableCRC: true}, upTo1MiB},
+		{"markers", iwarp.ConnOptions{Interop: &iwarp.InteropOptions{Markers: true}}, upTo1MiB},
 	}
 	var moved atomic.Int64
 	t.Run("ops", func(t *testing.T) {
@@ -126,7 +126,7 @@ func netnsVariant(t *testing.T, p *netnsPath, opts iwarp.ConnOptions, sizes []in
 		<-server.qp.Done()
 	})
 	a := client.qp.Attributes()
-	if a.CRC == opts.NoCRC || a.SendMarkers != opts.Markers || a.RecvMarkers != opts.Markers || !a.V2 || !strings.HasPrefix(a.PeerAddr, netnsAddr[0]+":") {
+	if a.CRC == opts.DisableCRC || a.SendMarkers != opts.Interop.Markers || a.RecvMarkers != opts.Interop.Markers || !a.V2 || !strings.HasPrefix(a.PeerAddr, netnsAddr[0]+":") {
 		t.Fatalf("negotiated %+v", a)
 	}
 	// The path's MSS, and FPDUs sized to it (or to the default EMSS where

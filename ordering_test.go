@@ -328,7 +328,7 @@ func TestWriteWithImmediateNoReceiveIsFatal(t *testing.T) {
 		src[i] = byte(i*13 + 1)
 	}
 	smr, _ := a.pd.RegisterMemory(src, 0)
-	if err := a.qp.PostSend(iwarp.SendWR{ID: 1, Op: iwarp.OpWrite, Flags: iwarp.WithImmediate|iwarp.Signaled,
+	if err := a.qp.PostSend(iwarp.SendWR{ID: 1, Op: iwarp.OpWrite, Flags: iwarp.WithImmediate | iwarp.Signaled,
 		SGL: []iwarp.SGE{smr.SGE(0, len(src))}, Remote: dmr.Remote(), Immediate: 77}); err != nil {
 		t.Fatal(err)
 	}

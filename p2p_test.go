@@ -27,7 +27,7 @@ func TestP2PMatrix(t *testing.T) {
 				defer a.qp.Close()
 				defer b.qp.Close()
 				err, serr := dialAccept(ctx, ln, "tcp", ln.Addr().String(), a.qp, b.qp,
-					&iwarp.ConnOptions{RTR: offer}, &iwarp.ConnOptions{RTR: accept})
+					&iwarp.ConnOptions{Interop: &iwarp.InteropOptions{RTR: offer}}, &iwarp.ConnOptions{Interop: &iwarp.InteropOptions{RTR: accept}})
 				if offer != accept {
 					if err == nil && serr == nil {
 						t.Fatalf("connected without a common RTR type (%v)", a.qp.Attributes().RTR)

@@ -20,8 +20,8 @@ func TestResponderSendsFirst(t *testing.T) {
 			name = "sends-first"
 		}
 		t.Run(name, func(t *testing.T) {
-			noP2P := &iwarp.ConnOptions{NoP2P: true}
-			a, b := connectPair(t, noP2P, &iwarp.ConnOptions{NoP2P: true, ResponderSendsFirst: first})
+			noP2P := &iwarp.ConnOptions{Interop: &iwarp.InteropOptions{DisableP2P: true}}
+			a, b := connectPair(t, noP2P, &iwarp.ConnOptions{Interop: &iwarp.InteropOptions{DisableP2P: true, ResponderSendsFirst: first}})
 			rbuf, err := a.pd.RegisterMemory(make([]byte, 16), iwarp.AccessLocalWrite)
 			if err != nil {
 				t.Fatal(err)

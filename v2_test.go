@@ -113,7 +113,7 @@ func TestV2Negotiation(t *testing.T) {
 	}{
 		{"both", iwarp.ConnOptions{}, iwarp.ConnOptions{}, true},
 		{"server-RFC7306-only", iwarp.ConnOptions{}, iwarp.ConnOptions{Extensions: iwarp.ExtRFC7306}, false},
-		{"server-none", iwarp.ConnOptions{}, iwarp.ConnOptions{NoExtensions: true}, false},
+		{"server-none", iwarp.ConnOptions{}, iwarp.ConnOptions{Interop: &iwarp.InteropOptions{HideExtensions: true}}, false},
 		{"client-RFC7306-only", iwarp.ConnOptions{Extensions: iwarp.ExtRFC7306}, iwarp.ConnOptions{}, false},
 	}
 	for _, r := range rows {

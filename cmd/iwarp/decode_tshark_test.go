@@ -561,7 +561,7 @@ func markerCapture(t *testing.T) string {
 	go func() {
 		req, err := ln.Accept(ctx)
 		if err == nil {
-			err = req.Accept(ctx, resp.qp, &iwarp.ConnOptions{Markers: true})
+			err = req.Accept(ctx, resp.qp, &iwarp.ConnOptions{Interop: &iwarp.InteropOptions{Markers: true}})
 		}
 		accepted <- err
 	}()
@@ -575,7 +575,7 @@ func markerCapture(t *testing.T) string {
 		cc = &countingConn{Conn: nc}
 		return cc, nil
 	}
-	must(ini.qp.Connect(ctx, "tcp", ln.Addr().String(), &iwarp.ConnOptions{Markers: true, Dialer: counted}))
+	must(ini.qp.Connect(ctx, "tcp", ln.Addr().String(), &iwarp.ConnOptions{Dialer: counted, Interop: &iwarp.InteropOptions{Markers: true}}))
 	must(<-accepted)
 	if a := ini.qp.Attributes(); !a.CRC || !a.SendMarkers || !a.RecvMarkers {
 		t.Fatalf("negotiated CRC %v, markers sent %v, received %v", a.CRC, a.SendMarkers, a.RecvMarkers)

@@ -119,9 +119,9 @@ func (e *demoEnv) connect(init, resp *demoSide) error {
 			accepted <- err
 			return
 		}
-		accepted <- req.Accept(e.ctx, resp.qp, &iwarp.ConnOptions{NoCRC: !e.crc, Markers: e.markers, PrivateData: []byte("iwarp demo responder")})
+		accepted <- req.Accept(e.ctx, resp.qp, &iwarp.ConnOptions{DisableCRC: !e.crc, PrivateData: []byte("iwarp demo responder"), Interop: &iwarp.InteropOptions{Markers: e.markers}})
 	}()
-	opts := &iwarp.ConnOptions{NoCRC: !e.crc, Markers: e.markers, PrivateData: []byte("iwarp demo initiator")}
+	opts := &iwarp.ConnOptions{DisableCRC: !e.crc, PrivateData: []byte("iwarp demo initiator"), Interop: &iwarp.InteropOptions{Markers: e.markers}}
 	if e.capture != nil {
 		opts.Dialer = e.capture.Dialer(nil)
 	}

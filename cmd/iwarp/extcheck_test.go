@@ -13,7 +13,7 @@ import (
 // offering no RDMAP extension if noExt, until the test ends.
 func rpingResponder(t *testing.T, noExt bool) string {
 	t.Helper()
-	o := &rping.Options{Conn: iwarp.ConnOptions{NoExtensions: noExt}}
+	o := &rping.Options{Conn: iwarp.ConnOptions{Interop: &iwarp.InteropOptions{HideExtensions: noExt}}}
 	s, err := rping.Listen(netip.MustParseAddrPort("127.0.0.1:0"), o)
 	if err != nil {
 		t.Fatal(err)

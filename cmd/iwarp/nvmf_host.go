@@ -150,7 +150,7 @@ func runNvmfHost(args []string, stdout, stderr io.Writer) int {
 	cctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
 	c, err := host.Connect(cctx, addr, f.nqn, &host.Config{HostNQN: f.hostNQN, IOQueues: f.queues,
-		QueueSize: f.qsize, NoCRC: f.noCRC})
+		QueueSize: f.qsize, DisableCRC: f.noCRC})
 	if err != nil {
 		return f.fail("connect to %s (%s): %v", addr, f.nqn, err)
 	}

@@ -155,7 +155,7 @@ func nvmfTargetMain(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	tg, err := target.New(&target.Config{NQN: f.nqn, Backend: backend, BlockSize: f.bs, MaxIOQueues: f.queues,
-		NoCRC: f.noCRC, Logger: log})
+		DisableCRC: f.noCRC, Logger: log})
 	if err != nil {
 		return f.fail("%v", err)
 	}

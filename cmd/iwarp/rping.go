@@ -135,9 +135,10 @@ func runRping(args []string, stdout, stderr io.Writer) int {
 	}
 	o := rping.Options{Size: *size, Count: *count, Verbose: *verbose, Validate: *validate, Debug: *debug,
 		Timeout: *timeout, Device: iwarp.NewDevice(nil), Stdout: stdout, Stderr: stderr}
-	o.Conn.NoCRC, o.Conn.NoP2P, o.Conn.NoExtensions = *noCRC, *noP2P, *noExt
+	o.Conn.DisableCRC = *noCRC
+	o.Conn.Interop = &iwarp.InteropOptions{DisableP2P: *noP2P, HideExtensions: *noExt}
 	if *rev1 {
-		o.Conn.MPARevision = 1
+		o.Conn.Interop.MPARevision = 1
 	}
 	if *expvarAddr != "" {
 		if err := serveExpvar(*expvarAddr, o.Device); err != nil {

@@ -92,7 +92,7 @@ func (ep *Endpoint) dial(ctx context.Context, d desc, localLen, depth, recvs int
 			c.crwrs[i] = iwarp.RecvWR{ID: 1<<32 + uint64(i), SGL: []iwarp.SGE{c.ctrl.SGE(i*reportLen, reportLen)}}
 		}
 	}
-	opts := &iwarp.ConnOptions{NoCRC: d.flags&flagCRC == 0, PrivateData: d.encode()}
+	opts := &iwarp.ConnOptions{DisableCRC: d.flags&flagCRC == 0, PrivateData: d.encode()}
 	if err := c.qp.Connect(ctx, "tcp", ep.iwarpAddr, opts); err != nil {
 		return nil, err
 	}

@@ -122,7 +122,7 @@ func serveConn(ctx context.Context, pd *iwarp.PD, req *iwarp.ConnRequest, idle *
 	if s.data != nil {
 		reply.remote = s.data.Remote()
 	}
-	opts := &iwarp.ConnOptions{NoCRC: d.flags&flagCRC == 0, PrivateData: reply.encode()}
+	opts := &iwarp.ConnOptions{DisableCRC: d.flags&flagCRC == 0, PrivateData: reply.encode()}
 	if err := req.Accept(ctx, s.qp, opts); err != nil {
 		return err
 	}

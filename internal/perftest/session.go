@@ -66,7 +66,7 @@ func (s *session) close() {
 }
 
 func (s *session) connOpts() *iwarp.ConnOptions {
-	return &iwarp.ConnOptions{NoCRC: s.cfg.NoCRC, Dialer: s.drain.dial(s.cfg.Dial)}
+	return &iwarp.ConnOptions{DisableCRC: s.cfg.NoCRC, Dialer: s.drain.dial(s.cfg.Dial)}
 }
 
 // params runs the parameter messages: version, cycle buffer, cache line
@@ -278,7 +278,7 @@ func Serve(ctx context.Context, cfg *Config, ln *iwarp.Listener, out io.Writer) 
 	// anything on this connection (they synchronise on the other one):
 	// without peer-to-peer mode (siw's perftest offers none) that needs
 	// the Responder's hold rule waived.
-	dopts.ResponderSendsFirst = cfg.Lat && cfg.Op == Write
+	dopts.Interop = &iwarp.InteropOptions{ResponderSendsFirst: cfg.Lat && cfg.Op == Write}
 	if err := dreq.Accept(ctx, s.data.qp, dopts); err != nil {
 		return fmt.Errorf("accept (data connection from %v): %w", dreq.RemoteAddr(), err)
 	}

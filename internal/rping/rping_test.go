@@ -74,9 +74,9 @@ func TestLoopback(t *testing.T) {
 		{"defaults", 0, iwarp.ConnOptions{}},
 		{"min", MinSize, iwarp.ConnOptions{}},
 		{"100", 100, iwarp.ConnOptions{}},
-		{"4096-nocrc", 4096, iwarp.ConnOptions{NoCRC: true}},
-		{"max-nop2p", MaxSize, iwarp.ConnOptions{NoP2P: true}},
-		{"mpa1", 0, iwarp.ConnOptions{MPARevision: 1}},
+		{"4096-nocrc", 4096, iwarp.ConnOptions{DisableCRC: true}},
+		{"max-nop2p", MaxSize, iwarp.ConnOptions{Interop: &iwarp.InteropOptions{DisableP2P: true}}},
+		{"mpa1", 0, iwarp.ConnOptions{Interop: &iwarp.InteropOptions{MPARevision: 1}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			srv := newSide(Options{Size: c.size, Verbose: true, Conn: c.conn})

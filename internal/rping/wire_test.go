@@ -90,8 +90,8 @@ func TestWireLikeSiw(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn := iwarp.ConnOptions{NoCRC: true, NoP2P: true, Dialer: capt.Dialer(nil)}
-	srv := newSide(Options{Conn: iwarp.ConnOptions{NoCRC: true, NoP2P: true}})
+	conn := iwarp.ConnOptions{DisableCRC: true, Dialer: capt.Dialer(nil), Interop: &iwarp.InteropOptions{DisableP2P: true}}
+	srv := newSide(Options{Conn: iwarp.ConnOptions{DisableCRC: true, Interop: &iwarp.InteropOptions{DisableP2P: true}}})
 	addr, done := listen(t, srv)
 	cl := newSide(Options{Count: 5, Validate: true, Conn: conn})
 	if err := Dial(context.Background(), addr, netip.Addr{}, &cl.o); err != nil {

@@ -68,9 +68,9 @@ type Config struct {
 	MaxTransfer int
 	// Device is the iWARP device to use; nil opens one, which Close closes.
 	Device *iwarp.Device
-	// NoCRC does not ask for MPA CRCs (they are still used if the target
+	// DisableCRC does not ask for MPA CRCs (they are still used if the target
 	// asks).
-	NoCRC bool
+	DisableCRC bool
 
 	ticker ticker // paces the keep-alive (tests); nil: a time.Ticker
 }
@@ -110,7 +110,7 @@ func resolve(cfg *Config, discovery bool) (settings, error) {
 		c = *cfg
 	}
 	s := settings{hostNQN: c.HostNQN, hostID: c.HostID, ioQueues: c.IOQueues, queueSize: c.QueueSize,
-		kato: c.KATO, maxTransfer: c.MaxTransfer, dev: c.Device, noCRC: c.NoCRC, ticker: c.ticker}
+		kato: c.KATO, maxTransfer: c.MaxTransfer, dev: c.Device, noCRC: c.DisableCRC, ticker: c.ticker}
 	if s.hostID == ([16]byte{}) {
 		s.hostID = defaultHostID()
 	}

@@ -93,7 +93,7 @@ func newQueue(ctx context.Context, c *Controller, qid uint16, entries, inline in
 			return nil, err
 		}
 	}
-	opts := &iwarp.ConnOptions{PrivateData: cmRequest(qid, uint16(nrecv), uint16(entries-1), cntlid), NoCRC: c.s.noCRC}
+	opts := &iwarp.ConnOptions{PrivateData: cmRequest(qid, uint16(nrecv), uint16(entries-1), cntlid), DisableCRC: c.s.noCRC}
 	if err := q.qp.Connect(ctx, "tcp", c.addr, opts); err != nil {
 		var rej *iwarp.RejectedError
 		if errors.As(err, &rej) {

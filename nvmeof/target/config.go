@@ -83,9 +83,9 @@ type Config struct {
 	// Device is the iWARP device the queues' QPs are made on; nil opens
 	// one, which Close closes.
 	Device *iwarp.Device
-	// NoCRC does not ask for MPA CRCs when accepting (they are still used
+	// DisableCRC does not ask for MPA CRCs when accepting (they are still used
 	// if the host asks).
-	NoCRC bool
+	DisableCRC bool
 	// Logger receives connection and controller events (Info: controllers
 	// made and gone; Warn: rejected connections, keep-alive expiry,
 	// queues torn down on bad input; Debug: each queue). nil: none.
@@ -116,7 +116,7 @@ func resolve(cfg *Config) (settings, error) {
 	}
 	s := settings{nqn: cfg.NQN, backend: cfg.Backend, blockSize: cfg.BlockSize, maxIOQueues: cfg.MaxIOQueues,
 		queueDepth: cfg.QueueDepth, inline: cfg.InlineDataSize, maxTransfer: cfg.MaxTransfer,
-		serial: cfg.SerialNumber, model: cfg.ModelNumber, noCRC: cfg.NoCRC}
+		serial: cfg.SerialNumber, model: cfg.ModelNumber, noCRC: cfg.DisableCRC}
 	def := func(v *int, d int) {
 		if *v == 0 {
 			*v = d

@@ -81,7 +81,7 @@ func (t *Target) serveConn(req *iwarp.ConnRequest) {
 	reply := make([]byte, nvme.CMReplyLen)
 	rep := nvme.CMReply{RECFMT: nvme.CMRECFMT, CRQSIZE: uint16(q.depth)}
 	rep.Encode(reply) // never fails: reply is CMReplyLen bytes
-	if err := req.Accept(t.ctx, q.qp, &iwarp.ConnOptions{PrivateData: reply, NoCRC: t.s.noCRC}); err != nil {
+	if err := req.Accept(t.ctx, q.qp, &iwarp.ConnOptions{PrivateData: reply, DisableCRC: t.s.noCRC}); err != nil {
 		t.log.Warn("nvmeof: accepting a connection failed", "peer", req.RemoteAddr(), "qid", r.QID, "err", err)
 		return
 	}
