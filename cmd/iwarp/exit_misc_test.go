@@ -98,7 +98,7 @@ func TestServeBoundedRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got struct {
-		IwarpDevice iwarp.Stats `json:"iwarp_device"`
+		IwarpDevice iwarp.DeviceStats `json:"iwarp_device"`
 	}
 	err = json.NewDecoder(resp.Body).Decode(&got)
 	resp.Body.Close()

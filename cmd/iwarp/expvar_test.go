@@ -31,7 +31,7 @@ func TestExpvar(t *testing.T) {
 	if err := json.Unmarshal(body, &vars); err != nil {
 		t.Fatal(err)
 	}
-	var s iwarp.Stats
+	var s iwarp.DeviceStats
 	if err := json.Unmarshal(vars["iwarp_device"], &s); err != nil {
 		t.Fatalf("iwarp_device: %v (%s)", err, vars["iwarp_device"])
 	}

@@ -337,7 +337,7 @@ func measureBW(size int, done []time.Duration, depth int) bwReport {
 // all arrived and checks that every slot it targeted was overwritten.
 func (d *dataQP) checkWrites(ctx context.Context) (string, error) {
 	want := uint64(d.cfg.Iters) * uint64(d.cfg.Size)
-	if err := d.waitStats(ctx, func(s iwarp.Stats) bool {
+	if err := d.waitStats(ctx, func(s iwarp.QPStats) bool {
 		return s.BytesReceived-wire.TaggedHdrLen*s.FPDUsReceived >= want
 	}); err != nil {
 		return "", fmt.Errorf("waiting for %d bytes of Writes: %w", want, err)
@@ -352,7 +352,7 @@ func (d *dataQP) checkWrites(ctx context.Context) (string, error) {
 // Read Requests have all arrived.
 func (d *dataQP) checkReads(ctx context.Context) (string, error) {
 	want := uint64(d.cfg.Iters)
-	if err := d.waitStats(ctx, func(s iwarp.Stats) bool { return s.FPDUsReceived >= want }); err != nil {
+	if err := d.waitStats(ctx, func(s iwarp.QPStats) bool { return s.FPDUsReceived >= want }); err != nil {
 		return "", fmt.Errorf("waiting for %d Read Requests: %w", want, err)
 	}
 	if got := d.qp.Stats().FPDUsReceived; got != want {
@@ -364,7 +364,7 @@ func (d *dataQP) checkReads(ctx context.Context) (string, error) {
 // waitStats polls the QP's counters until ok (they are updated as FPDUs
 // arrive; the client's last message on the other connection may overtake
 // the data).
-func (d *dataQP) waitStats(ctx context.Context, ok func(iwarp.Stats) bool) error {
+func (d *dataQP) waitStats(ctx context.Context, ok func(iwarp.QPStats) bool) error {
 	for !ok(d.qp.Stats()) {
 		if err := d.qp.Err(); err != nil && !errors.Is(err, iwarp.ErrPeerDisconnected) {
 			return err

@@ -2,20 +2,12 @@ package rdmap
 
 import "github.com/goiwarp/iwarp/rdma"
 
-// Counters count a QP's traffic and events. They are plain integers
-// updated under the shell's lock (the Core's only caller at a time); a
-// shell that publishes them without its lock copies them first.
+// Counters count a QP's traffic and events: package rdma's counters and
+// the Terminates per code. They are plain integers updated under the
+// shell's lock (the Core's only caller at a time); a shell that publishes
+// them without its lock copies them first.
 type Counters struct {
-	FPDUsSent, FPDUsReceived uint64
-	BytesSent, BytesReceived uint64 // ULPDU bytes (DDP/RDMAP headers and payload)
-	CRCErrors                uint64
-	RecvQueueEmpty           uint64 // Sends that found no posted receive
-	ORDStalls                uint64 // Reads or atomics that waited for an ORD credit
-	SiwTerminates            uint64 // received Terminates in Linux siw's layout
-	// FPDUsByWaiters counts the received FPDUs that a goroutine waiting
-	// for a completion read itself; the shell counts them (the Core does
-	// not know who reads).
-	FPDUsByWaiters     uint64
+	rdma.Counters
 	termSent, termRecv [termSlots]uint64
 }
 
@@ -35,11 +27,7 @@ func termIndex(c rdma.TermCode) int {
 }
 
 // TermCount is how many Terminates of one code were sent or received.
-type TermCount struct {
-	Code           rdma.TermCode
-	Sent, Received uint64
-	Other          bool // Code stands for every code outside the spec tables
-}
+type TermCount = rdma.TerminateCount
 
 // Terminates returns the non-zero Terminate counts.
 func (c *Counters) Terminates() []TermCount {
