@@ -99,11 +99,23 @@ func (cq *CQ) Next(ctx context.Context) (Completion, error) {
 	}
 }
 
-// Arm asks for one notification on the CQ's event channel when the next
-// completion arrives (solicitedOnly false) or the next solicited or failed
-// one (solicitedOnly true). Completions already queued do not count: poll
-// after arming to close the race, as with verbs.
-func (cq *CQ) Arm(solicitedOnly bool) { cq.e.Arm(solicitedOnly) }
+// Notify says which completion an armed CQ notifies its event channel of.
+type Notify uint8
+
+// The notifications of CQ.Arm (libibverbs' solicited_only argument of
+// ibv_req_notify_cq).
+const (
+	// NotifyNext: the next completion.
+	NotifyNext Notify = iota
+	// NotifySolicited: the next completion of a message that asked for a
+	// solicited event (RFC 5040 §5.3), or the next failed one.
+	NotifySolicited
+)
+
+// Arm asks for one notification on the CQ's event channel when the
+// completion n names arrives. Completions already queued do not count:
+// poll after arming to close the race, as with verbs.
+func (cq *CQ) Arm(n Notify) { cq.e.Arm(n == NotifySolicited) }
 
 // Len returns the number of completions waiting.
 func (cq *CQ) Len() int { return cq.e.Len() }

@@ -45,7 +45,7 @@ func TestEventChannelSolicited(t *testing.T) {
 		}
 		t.Cleanup(func() { c.qp.Close(); s.qp.Close() })
 		servers, clients = append(servers, s), append(clients, c)
-		s.cq.Arm(true)
+		s.cq.Arm(iwarp.NotifySolicited)
 	}
 	// A plain Send on connection 0 must not fire the solicited-only arm.
 	if err := clients[0].qp.Send(ctx); err != nil {
@@ -72,7 +72,7 @@ func TestEventChannelSolicited(t *testing.T) {
 		t.Fatalf("completion %+v %v", c, err)
 	}
 	// Arm for any completion: the next plain Send fires.
-	servers[0].cq.Arm(false)
+	servers[0].cq.Arm(iwarp.NotifyNext)
 	if err := clients[0].qp.Send(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -114,7 +114,7 @@ func demoReadInvalidate(ctx context.Context, from, to *demoSide, n int) (time.Du
 }
 
 // demoSolicited arms the responder's CQ for solicited completions only
-// (CQ.Arm(true)) and sends a plain Send, which must not wake it, then a
+// (CQ.Arm(iwarp.NotifySolicited)) and sends a plain Send, which must not wake it, then a
 // Send with Solicited Event, which must: the event channel names the CQ
 // and the completion reports the solicited event.
 func demoSolicited(e *demoEnv) (time.Duration, error) {
@@ -129,7 +129,7 @@ func demoSolicited(e *demoEnv) (time.Duration, error) {
 		}
 	}
 	start := time.Now()
-	e.resp.cq.Arm(true)
+	e.resp.cq.Arm(iwarp.NotifySolicited)
 	if err := e.init.qp.Send(e.ctx); err != nil {
 		return time.Since(start), err
 	}
