@@ -104,13 +104,10 @@ func (q *RecvRing) Post(wrs []RecvWR) (int, error) {
 		}
 		slot := int(q.tail % uint64(len(q.ring)))
 		lo, hi := slot*q.maxSGE, slot*q.maxSGE+len(wr.SGL)
-		sgl, err := q.resolve(q.sge[lo:lo], wr.SGL)
+		gens := q.gen[lo:hi]
+		sgl, err := q.resolve(q.sge[lo:lo], gens, wr.SGL)
 		if err != nil {
 			return i, fmt.Errorf("recv WR %d (id %d): %w", i, wr.ID, err)
-		}
-		gens := q.gen[lo:hi]
-		for j := range sgl {
-			gens[j] = sgl[j].Region.Gen()
 		}
 		q.ring[slot] = rqEntry{wr: PostedRecv{ID: wr.ID, SGL: sgl}, gens: gens}
 		q.tail++
@@ -120,8 +117,8 @@ func (q *RecvRing) Post(wrs []RecvWR) (int, error) {
 
 // resolve resolves a receive's SGL into dst: receive buffers need local
 // write access.
-func (q *RecvRing) resolve(dst []Seg, sgl []rdma.SGE) ([]Seg, error) {
-	dst, err := resolveSGL(q.table, q.pd, dst, sgl)
+func (q *RecvRing) resolve(dst []Seg, gens []mem.Gen, sgl []rdma.SGE) ([]Seg, error) {
+	dst, err := resolveSGL(q.table, q.pd, dst, gens, sgl)
 	if err != nil {
 		return dst, err
 	}

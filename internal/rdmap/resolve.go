@@ -6,18 +6,27 @@ import (
 )
 
 // resolveSGL resolves the STags of sgl, a work request's local memory, in
-// table t for protection domain pd, appending the Segs to dst. An STag
+// table t for protection domain pd, appending the Segs to dst and writing
+// each region's generation to gens[i] (len(gens) >= len(sgl)). The
+// generation is read before the key is compared, so a re-key between the
+// two either fails the comparison or leaves the old generation, which the
+// WR's accesses then fail: a WR posted with an old key never moves bytes
+// under the new registration. An STag
 // must name a registered region (not a memory window) by its current key
 // (ErrBadSGE: unknown, a window, or a key re-keyed since), of pd (ErrPD), that covers the SGE's bytes (ErrBadSGE).
 // A region that is invalid now is not refused here: its generation is
 // recorded, and the WR completes with a local protection error when it
 // uses the bytes (as it would had the region been invalidated after the
 // post).
-func resolveSGL(t *mem.Table, pd uint32, dst []Seg, sgl []rdma.SGE) ([]Seg, error) {
+func resolveSGL(t *mem.Table, pd uint32, dst []Seg, gens []mem.Gen, sgl []rdma.SGE) ([]Seg, error) {
 	for i := range sgl {
 		s := &sgl[i]
 		r := t.Lookup(mem.STag(s.STag))
-		if r == nil || r.Window() != nil || uint32(r.STag()) != s.STag {
+		if r == nil {
+			return dst, ErrBadSGE
+		}
+		gens[i] = r.Gen()
+		if r.Window() != nil || uint32(r.STag()) != s.STag {
 			return dst, ErrBadSGE // a memory window is for remote access only
 		}
 		if r.PD() != pd {
