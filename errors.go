@@ -158,6 +158,33 @@ var (
 	// net.Listener's error. Every later Accept fails the same way. Close
 	// the Listener.
 	ErrListenerFailed = errors.New("iwarp: the listener stopped accepting connections")
+	// ErrMWType: a memory window of the wrong type for the call or work
+	// request: AllocMW with a type other than WindowType1 and WindowType2,
+	// MW.Bind on a type 2 window, an OpBindWindow WR naming a type 1
+	// window.
+	ErrMWType = errors.New("iwarp: wrong memory window type for the operation")
+	// ErrMWBound: an OpBindWindow WR named a type 2 window that is still
+	// bound: invalidate it (OpLocalInvalidate) before binding it again.
+	ErrMWBound = errors.New("iwarp: type 2 memory window still bound")
+	// ErrMWAccess: a memory window bind whose rights cannot be granted:
+	// rights other than remote read, write, atomic (and remote invalidate
+	// for type 2), a region registered without AccessMWBind, remote write
+	// or atomic rights on a region without AccessLocalWrite, atomic rights
+	// on a range that is not 8-byte aligned.
+	ErrMWAccess = errors.New("iwarp: memory window rights cannot be granted")
+	// ErrMWPD: a memory window bound to a region of another protection
+	// domain, or by a QP of another protection domain.
+	ErrMWPD = errors.New("iwarp: memory window in another protection domain")
+	// ErrMWRegion: a memory window bound to a region that is deregistered
+	// or invalid (or, for an OpBindWindow WR, invalidated, re-keyed or
+	// deregistered since the WR was posted).
+	ErrMWRegion = errors.New("iwarp: region cannot take a memory window now")
+	// ErrMWDeallocated: a call on a deallocated memory window.
+	ErrMWDeallocated = errors.New("iwarp: memory window deallocated")
+	// ErrMWSTag: an OpBindWindow WR whose Window was not the window's
+	// current STag when it executed (the window was bound again, or
+	// deallocated, since the WR was posted).
+	ErrMWSTag = errors.New("iwarp: not the memory window's current STag")
 )
 
 // The errors of a connection's end, as QP.Err, a flushed completion's Err
@@ -189,6 +216,9 @@ func wrapEngineError(err error) error {
 	}
 	if errors.Is(err, rdmap.ErrLocallyClosed) {
 		return wrapAs(ErrClosed, err)
+	}
+	if errors.Is(err, rdmap.ErrBindWindow) {
+		return mwError(err) // a failed OpBindWindow WR: its sentinel
 	}
 	return wrapAs(nil, err)
 }

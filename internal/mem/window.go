@@ -5,33 +5,18 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+
+	"github.com/goiwarp/iwarp/rdma"
 )
 
-// WindowType is a memory window's type (libibverbs enum ibv_mw_type).
-type WindowType uint8
+// WindowType is a memory window's type: package rdma's.
+type WindowType = rdma.WindowType
 
 // The memory window types. See "Memory windows" in doc.go.
 const (
-	// WindowType1 is bound and unbound by a call (ibv_bind_mw) and cannot
-	// be invalidated by a Local Invalidate or a Send with Invalidate.
-	WindowType1 WindowType = 1
-	// WindowType2 is bound by a send work request, in send-queue order,
-	// and unbound by a Local Invalidate or, if bound with
-	// AccessRemoteInvalidate, by the peer's Send with Invalidate. It must
-	// be unbound before it is bound again.
-	WindowType2 WindowType = 2
+	WindowType1 = rdma.WindowType1
+	WindowType2 = rdma.WindowType2
 )
-
-// String names the type.
-func (t WindowType) String() string {
-	switch t {
-	case WindowType1:
-		return "type 1"
-	case WindowType2:
-		return "type 2"
-	}
-	return "unknown type"
-}
 
 // Errors of the memory window API.
 var (
@@ -161,6 +146,29 @@ func windowAccess(typ WindowType) Access {
 // For type 2 the engine calls BeginBind when the bind work request
 // executes, in send-queue order.
 func (t *Table) BeginBind(w *Window, parent *Region, base, length uint64, access Access) (STag, *Invalidation, error) {
+	return t.beginBind(w, parent, base, length, access, 0, false)
+}
+
+// BeginBindAt is BeginBind that also requires parent to be at generation
+// gen (checked under the parent's mutex, with the other checks): the bind
+// of a work request whose SGE was resolved at post binds the registration
+// the post saw, or fails with ErrParentInvalid if it was invalidated,
+// re-keyed or deregistered since.
+func (t *Table) BeginBindAt(w *Window, parent *Region, gen Gen, base, length uint64, access Access) (STag, *Invalidation, error) {
+	return t.beginBind(w, parent, base, length, access, gen, true)
+}
+
+// LookupWindow returns the memory window whose table index is stag's,
+// whatever stag's key, or nil if that index holds no window.
+func (t *Table) LookupWindow(stag STag) *Window {
+	r := t.lookup(stag.Index())
+	if r == nil {
+		return nil
+	}
+	return r.win
+}
+
+func (t *Table) beginBind(w *Window, parent *Region, base, length uint64, access Access, gen Gen, checkGen bool) (STag, *Invalidation, error) {
 	if length == 0 {
 		if w.typ != WindowType1 {
 			return 0, nil, ErrWindowEmpty
@@ -190,6 +198,10 @@ func (t *Table) BeginBind(w *Window, parent *Region, base, length uint64, access
 	}
 
 	parent.mu.Lock()
+	if checkGen && parent.Gen() != gen {
+		parent.mu.Unlock()
+		return 0, nil, ErrParentInvalid
+	}
 	stag, old, fns, err := t.bindLocked(w, parent, base, end, access)
 	parent.mu.Unlock()
 	// fns may lock parent.mu (a binding's detach): run them after.

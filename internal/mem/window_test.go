@@ -132,7 +132,7 @@ func TestWindowBindUnbindRebind(t *testing.T) {
 	if why := pinReason(tab, p.STag(), 1, 0, 0x10000, 4096); why != OK {
 		t.Fatalf("parent: %v", why)
 	}
-	if p.views != nil && len(p.views) != 0 {
+	if len(p.views) != 0 {
 		t.Fatalf("parent keeps %d drained bindings", len(p.views))
 	}
 }

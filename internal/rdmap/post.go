@@ -43,7 +43,8 @@ func (c *Core) postOneSend(wr *SendWR) error {
 	}
 	slot := int(c.sqTail % uint64(len(c.sq)))
 	lo := slot * c.cfg.MaxSGE
-	sgl, err := resolveSGL(c.cfg.Table, c.cfg.PD, c.sqSGE[lo:lo], wr.SGL)
+	gens := c.sqGen[lo : lo+len(wr.SGL)]
+	sgl, err := resolveSGL(c.cfg.Table, c.cfg.PD, c.sqSGE[lo:lo], gens, wr.SGL)
 	if err != nil {
 		return err
 	}
@@ -63,11 +64,7 @@ func (c *Core) postOneSend(wr *SendWR) error {
 		}
 		e.inline = buf
 	} else {
-		e.sgl = sgl
-		e.gens = c.sqGen[lo : lo+len(sgl)]
-		for i := range sgl {
-			e.gens[i] = sgl[i].Region.Gen()
-		}
+		e.sgl, e.gens = sgl, gens
 	}
 	c.sqTail++
 	return nil
@@ -103,6 +100,9 @@ func (c *Core) checkSend(wr *SendWR, sgl []Seg) (uint64, error) {
 	}
 	if wr.Op == rdma.OpLocalInvalidate && len(sgl) != 0 {
 		return 0, ErrBadSGE
+	}
+	if wr.Op == rdma.OpBindWindow {
+		return 0, c.checkBind(wr, sgl) // nothing is sent
 	}
 	var total uint64
 	for i := range sgl {

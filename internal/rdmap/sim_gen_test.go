@@ -550,7 +550,7 @@ func (g *simSendGen) malformed() (SendWR, *simWR) {
 		}
 	case 2:
 		rec.bad = ErrBadOp
-		wr.Op = []rdma.Opcode{0, rdma.OpRecv, rdma.OpReadV2 + 1, 200}[w.rng.IntN(4)]
+		wr.Op = []rdma.Opcode{0, rdma.OpRecv, rdma.OpBindWindow + 1, 200}[w.rng.IntN(4)]
 	case 3:
 		rec.bad = ErrNotSupportedByPeer
 		switch {

@@ -289,6 +289,11 @@ func (c *Core) nextMsg() bool {
 		c.advanceSQ()
 		return true
 	}
+	if e.wr.Op == rdma.OpBindWindow {
+		c.bindWindow(e)
+		c.advanceSQ()
+		return true
+	}
 	copyMode, ok := c.prepareSources(e)
 	if !ok {
 		c.failWR(e)
