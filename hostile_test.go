@@ -108,6 +108,7 @@ func newHostileResponder(t *testing.T) *hostileResponder {
 	for _, r := range []iwarp.RemoteBuffer{h.main.Remote(), ro.Remote(), op.Remote(), deadRemote, oldRemote, wo.Remote()} {
 		h.advert, _ = r.AppendBinary(h.advert)
 	}
+	h.advert = h.appendWindows(t, h.advert) // hostile_mw_test.go
 	if h.ln, err = iwarp.Listen("tcp", "127.0.0.1:0", &iwarp.ListenConfig{StartupTimeout: time.Second}); err != nil {
 		t.Fatal(err)
 	}

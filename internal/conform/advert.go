@@ -30,6 +30,19 @@ const (
 	SlotRekeyed
 	// SlotWriteOnly: remote write access only (no remote read or atomic).
 	SlotWriteOnly
+	// The memory window slots (cases_mw.go). Each window exposes 64
+	// bytes that lie inside a larger registered region, not at its start.
+	//
+	// SlotWindow: a bound type 2 window with remote read, write and atomic
+	// rights, 8-byte aligned, without remote invalidate.
+	SlotWindow
+	// SlotWindowReadOnly: a bound type 1 window with remote read only.
+	SlotWindowReadOnly
+	// SlotWindowStale: the STag of a window's earlier binding (the window
+	// was bound again since).
+	SlotWindowStale
+	// SlotWindowUnbound: the STag of an allocated window that is not bound.
+	SlotWindowUnbound
 	// NumSlots is the number of slots of a full advertisement.
 	NumSlots
 )
@@ -81,7 +94,8 @@ func (a Advert) String() string {
 		return "no region advertised"
 	}
 	s := ""
-	names := [NumSlots]string{"main", "read-only", "other-PD", "invalidated", "re-keyed", "write-only"}
+	names := [NumSlots]string{"main", "read-only", "other-PD", "invalidated", "re-keyed", "write-only",
+		"window", "read-only window", "stale window", "unbound window"}
 	for i, r := range a.Regions {
 		if !a.Have[i] {
 			continue

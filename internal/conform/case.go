@@ -35,6 +35,8 @@ const (
 	NeedSendMarkers
 	// NeedCRC: CRCs are in use on the connection.
 	NeedCRC
+	// NeedWindows: the memory window slots are advertised.
+	NeedWindows
 )
 
 // WantKind is the kind of outcome the specification prescribes.

@@ -9,7 +9,7 @@ import (
 // values, so callers may filter or change them.
 func All() []*Case {
 	var all []*Case
-	for _, group := range [][]*Case{startupCases(), framingCases(), ddpCases(), taggedCases(), readCases(), rdmapCases(), atomicCases(), v2Cases(), segmentCases()} {
+	for _, group := range [][]*Case{startupCases(), framingCases(), ddpCases(), taggedCases(), readCases(), rdmapCases(), atomicCases(), v2Cases(), segmentCases(), windowCases()} {
 		all = append(all, group...)
 	}
 	return all

@@ -140,6 +140,8 @@ func unmet(n Need, s *Session) string {
 		return "the responder advertised no re-keyed STag"
 	case n&NeedWriteOnly != 0 && !a.Have[SlotWriteOnly]:
 		return "the responder advertised no write-only region"
+	case n&NeedWindows != 0 && !a.Have[SlotWindowUnbound]:
+		return "the responder advertised no memory windows"
 	case n&NeedRFC7306 != 0 && p.Extensions&mpa.ExtRFC7306 == 0:
 		return "RFC 7306 was not agreed in the MPA startup"
 	case n&NeedV2 != 0 && p.Extensions&mpa.ExtV2 == 0:
