@@ -103,6 +103,8 @@ func apiErrors() []namedError {
 		"ErrNotSupportedByPeer": ErrNotSupportedByPeer, "ErrCQCapacity": ErrCQCapacity, "ErrClosed": ErrClosed,
 		"ErrNotAtomicWord": ErrNotAtomicWord, "ErrTerminated": ErrTerminated, "ErrPeerDisconnected": ErrPeerDisconnected,
 		"ErrDisconnected": ErrDisconnected, "ErrQPClosed": ErrQPClosed,
+		"ErrMWType": ErrMWType, "ErrMWBound": ErrMWBound, "ErrMWAccess": ErrMWAccess, "ErrMWPD": ErrMWPD,
+		"ErrMWRegion": ErrMWRegion, "ErrMWDeallocated": ErrMWDeallocated, "ErrMWSTag": ErrMWSTag,
 	} {
 		add(name, err)
 	}
@@ -111,7 +113,7 @@ func apiErrors() []namedError {
 	for _, e := range []error{rdmap.ErrSQFull, rdmap.ErrSQNeedsSignaled, rdmap.ErrRQFull, rdmap.ErrTooManySGE,
 		rdmap.ErrBadSGE, rdmap.ErrBadOp, verbs.ErrNotConnected, rdmap.ErrMessageSize, rdmap.ErrInlineTooLong,
 		rdmap.ErrReadSinkSGE, rdmap.ErrAccess, rdmap.ErrNoORD, rdmap.ErrNotSupportedByPeer, rdmap.ErrMisaligned,
-		rdmap.ErrRegionInvalid, rdmap.ErrLocalInvalidate, rdmap.ErrSharedRecv} {
+		rdmap.ErrRegionInvalid, rdmap.ErrLocalInvalidate, rdmap.ErrSharedRecv, rdmap.ErrBindSGE, rdmap.ErrBindNoWindow} {
 		add("postError("+e.Error()+")", postError(e))
 		add("postError(send WR: "+e.Error()+")", postError(fmt.Errorf("send WR 3 (id 7): %w", e)))
 	}
@@ -145,6 +147,18 @@ func apiErrors() []namedError {
 	for _, e := range []error{mem.ErrTableFull, mem.ErrEmptyBuffer, mem.ErrBadAccess, mem.ErrDeregistered,
 		mem.ErrBaseOverflow, mem.ErrAtomicAligned} {
 		add("memory "+e.Error(), wrapAs(ErrInvalidBuffer, e))
+	}
+	// The memory windows' (mw.go): the table's errors as the calls return
+	// them, and a failed bind WR's completion error.
+	for _, e := range []error{mem.ErrWindowType, mem.ErrWindowParent, mem.ErrWindowPD, mem.ErrWindowAccess,
+		mem.ErrWindowLocalWrite, mem.ErrNoMWBind, mem.ErrWindowBounds, mem.ErrWindowEmpty, mem.ErrWindowBound,
+		mem.ErrParentInvalid, mem.ErrDeallocated, mem.ErrWindowType1, rdmap.ErrBindSTag, rdmap.ErrBindType, rdmap.ErrBindPD} {
+		add("window "+e.Error(), mwError(e))
+		bind := wrapEngineError(fmt.Errorf("%w: %w", rdmap.ErrBindWindow, e))
+		add("bind WR "+e.Error(), &WRError{Status: StatusLocalProtection, Op: OpBindWindow, Err: bind})
+		if windowKind(e) == nil || !errors.Is(bind, windowKind(e)) {
+			panic("no window sentinel for " + e.Error())
+		}
 	}
 	return errs
 }
@@ -213,6 +227,18 @@ func liveErrors(t *testing.T) []namedError {
 	go func() { _, _ = a.Write([]byte(strings.Repeat("y", 40))); a.Close() }()
 	_, err = ReadConnRequest(context.Background(), b, &ListenConfig{StartupTimeout: time.Second})
 	add("ReadConnRequest of garbage", err)
+	// Memory windows.
+	_, err = pd.AllocMW(3)
+	add("AllocMW(3)", err)
+	mw2, _ := pd.AllocMW(WindowType2)
+	parent, _ := pd.RegisterMemory(make([]byte, 64), AccessLocalWrite)
+	_, err = mw2.Bind(context.Background(), parent, 0, 8, AccessRemoteRead)
+	add("Bind of a type 2 window", err)
+	mw1, _ := pd.AllocMW(WindowType1)
+	_, err = mw1.Bind(context.Background(), parent, 0, 8, AccessRemoteRead)
+	add("Bind to a region without AccessMWBind", err)
+	_ = mw1.Close()
+	add("Dealloc twice", mw1.Dealloc(context.Background()))
 	return errs
 }
 

@@ -31,7 +31,7 @@ var (
 	// ErrBindNoWindow: a bind WR's Window names no memory window.
 	ErrBindNoWindow = errors.New("the STag to bind names no memory window")
 	// ErrBindWindow wraps the reason a bind WR failed when it executed.
-	ErrBindWindow = errors.New("memory window bind failed")
+	ErrBindWindow = errors.New("bind failed")
 	// ErrBindSTag: the bind WR's Window is not the window's current STag
 	// (it was bound since, or deallocated).
 	ErrBindSTag = errors.New("not the current STag of the memory window")
