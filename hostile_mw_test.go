@@ -23,16 +23,7 @@ func (h *hostileResponder) appendWindows(t *testing.T, advert []byte) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	const n = 16 << 10
-	words := make([]uint64, (n+2*h.guard)/8)
-	all := unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), n+2*h.guard)
-	for i := range all {
-		all[i] = hostileCanary
-	}
-	region := all[h.guard : h.guard+n]
-	clear(region)
-	h.zones = append(h.zones, all)
-	parent, err := h.pd.RegisterMemory(region, iwarp.AccessLocalWrite|iwarp.AccessMWBind|rwa)
+	parent, err := h.pd.RegisterMemory(h.canaried(16<<10), iwarp.AccessLocalWrite|iwarp.AccessMWBind|rwa)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,4 +75,18 @@ func (h *hostileResponder) appendWindows(t *testing.T, advert []byte) []byte {
 		advert, _ = r.AppendBinary(advert)
 	}
 	return advert
+}
+
+// canaried returns n zeroed bytes, 8-byte aligned, between two guard
+// zones of hostileCanary octets that canariesIntact checks.
+func (h *hostileResponder) canaried(n int) []byte {
+	words := make([]uint64, (n+2*h.guard)/8)
+	all := unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), n+2*h.guard)
+	for i := range all {
+		all[i] = hostileCanary
+	}
+	region := all[h.guard : h.guard+n]
+	clear(region)
+	h.zones = append(h.zones, all)
+	return region
 }

@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/goiwarp/iwarp"
 	"github.com/goiwarp/iwarp/internal/conform"
@@ -77,15 +76,7 @@ func newHostileResponder(t *testing.T) *hostileResponder {
 		t.Fatal(err)
 	}
 	reg := func(pd *iwarp.PD, n int, acc iwarp.Access) *iwarp.MR {
-		words := make([]uint64, (n+2*h.guard)/8)
-		all := unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), n+2*h.guard)
-		for i := range all {
-			all[i] = hostileCanary
-		}
-		region := all[h.guard : h.guard+n]
-		clear(region)
-		h.zones = append(h.zones, all)
-		mr, err := pd.RegisterMemory(region, acc)
+		mr, err := pd.RegisterMemory(h.canaried(n), acc)
 		if err != nil {
 			t.Fatal(err)
 		}
