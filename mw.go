@@ -69,16 +69,17 @@ func (mw *MW) PD() *PD { return mw.pd }
 // invalidation or re-key.
 func (mw *MW) Bound() bool { return mw.w.Bound() }
 
-// Remote returns the window's current (or last) binding as a peer addresses
-// it: the window's STag, the TO of the range's first byte in the parent's
-// TO space, and the range's length. An unbound window's has Len 0 (and its
+// Remote returns the window's current binding as a peer addresses it: the
+// binding's STag, the TO of the range's first byte in the parent's TO
+// space, and the range's length (the three of one binding, even while a
+// bind runs). An unbound window's has the window's STag and Len 0 (and the
 // STag fails at the peer's first access).
 func (mw *MW) Remote() RemoteBuffer {
 	v := mw.w.Binding()
 	if v == nil || !v.Valid() {
 		return RemoteBuffer{STag: mw.STag()}
 	}
-	return RemoteBuffer{STag: mw.STag(), TO: v.Base(), Len: uint32(v.Len())}
+	return RemoteBuffer{STag: uint32(v.STag()), TO: v.Base(), Len: uint32(v.Len())}
 }
 
 // Bind binds a type 1 window to n bytes of mr at offset off with the rights

@@ -140,8 +140,10 @@
 //     InvalidateNotAllowed (RDMAP "STag cannot be invalidated", a
 //     protection error), BeginInvalidate refuses the binding the same way,
 //     and Invalidate and InvalidateSTag return ErrWindowType1.
-//  8. Type 2 windows are bound by a send work request: the engine calls the
-//     same BeginBind when the WR executes, in send-queue order. A bound type
+//  8. Type 2 windows are bound by a send work request: the engine calls
+//     BeginBindAt (BeginBind that also requires the parent at the
+//     generation the WR's SGE was resolved at) when the WR executes, in
+//     send-queue order, after looking the window up (LookupWindow). A bound type
 //     2 window must be unbound first (ErrWindowBound, as libibverbs requires
 //     a type 2 window to be invalidated before it is bound again); a
 //     zero-length bind is refused. It is unbound by a Local Invalidate

@@ -143,7 +143,7 @@ func windowAccess(typ WindowType) Access {
 // zero-length bind) and returns its STag, now invalid, and the unbind's
 // Invalidation; a type 2 window refuses it (ErrWindowEmpty).
 //
-// For type 2 the engine calls BeginBind when the bind work request
+// For type 2 the engine calls BeginBindAt when the bind work request
 // executes, in send-queue order.
 func (t *Table) BeginBind(w *Window, parent *Region, base, length uint64, access Access) (STag, *Invalidation, error) {
 	return t.beginBind(w, parent, base, length, access, 0, false)
