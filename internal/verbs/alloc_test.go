@@ -38,12 +38,12 @@ func TestAllocations(t *testing.T) {
 	// The work requests and their SGLs live in reused slices, as the
 	// public API's conversion keeps them (the Core's PostSend lets the
 	// SGL's array escape: one built per call would allocate).
-	sgl := make([]rdmap.SGE, 1)
+	sgl := make([]rdma.SGE, 1)
 	wrs := make([]rdmap.SendWR, 1)
-	rwrs := []rdmap.RecvWR{{SGL: []rdmap.SGE{{Region: rb, Len: 64}}}}
+	rwrs := []rdmap.RecvWR{{SGL: []rdma.SGE{{STag: uint32(rb.STag()), Length: 64}}}}
 	post := func(wr rdmap.SendWR, n uint32) {
-		sgl[0] = rdmap.SGE{Region: src, Len: n}
-		if wr.Op != rdmap.OpFetchAdd {
+		sgl[0] = rdma.SGE{STag: uint32(src.STag()), Length: n}
+		if wr.Op != rdma.OpFetchAdd {
 			wr.SGL = sgl
 		}
 		wrs[0] = wr
@@ -57,29 +57,29 @@ func TestAllocations(t *testing.T) {
 		op   func(n uint32)
 	}{
 		{"Write", func(n uint32) {
-			post(remote(rdmap.SendWR{Op: rdmap.OpWrite, Flags: rdmap.Signaled}, target, 0), n)
+			post(remote(rdmap.SendWR{Op: rdma.OpWrite, Flags: rdma.Signaled}, target, 0), n)
 			wait(a)
 		}},
 		{"Read", func(n uint32) {
-			post(remote(rdmap.SendWR{Op: rdmap.OpRead, Flags: rdmap.Signaled}, target, 0), n)
+			post(remote(rdmap.SendWR{Op: rdma.OpRead, Flags: rdma.Signaled}, target, 0), n)
 			wait(a)
 		}},
 		{"Do-Read", func(n uint32) {
-			sgl[0] = rdmap.SGE{Region: src, Len: n}
-			c, err := a.qp.Do(ctx, remote(rdmap.SendWR{Op: rdmap.OpRead, SGL: sgl}, target, 0))
+			sgl[0] = rdma.SGE{STag: uint32(src.STag()), Length: n}
+			c, err := a.qp.Do(ctx, remote(rdmap.SendWR{Op: rdma.OpRead, SGL: sgl}, target, 0))
 			if err != nil || c.Status != rdma.StatusSuccess {
 				t.Fatalf("%+v %v", c, err)
 			}
 		}},
 		{"FetchAdd", func(uint32) {
-			post(remote(rdmap.SendWR{Op: rdmap.OpFetchAdd, Flags: rdmap.Signaled, Data: 1}, target, 0), 0)
+			post(remote(rdmap.SendWR{Op: rdma.OpFetchAdd, Flags: rdma.Signaled, Add: 1}, target, 0), 0)
 			wait(a)
 		}},
 		{"Send-Recv", func(n uint32) {
 			if _, err := b.qp.PostRecv(rwrs); err != nil {
 				t.Fatal(err)
 			}
-			post(rdmap.SendWR{Op: rdmap.OpSend, Flags: rdmap.Signaled}, min(n, 64))
+			post(rdmap.SendWR{Op: rdma.OpSend, Flags: rdma.Signaled}, min(n, 64))
 			wait(a)
 			wait(b)
 		}},

@@ -79,7 +79,7 @@ func tcpPingPong(b *testing.B, n, req, resp int) []time.Duration {
 // wire with CRC, its Response 30; an Atomic Request 78, its Response 38).
 func BenchmarkRoundTrip(b *testing.B) {
 	for _, m := range benchModes {
-		for _, op := range []rdmap.Op{rdmap.OpRead, rdmap.OpFetchAdd} {
+		for _, op := range []rdma.Opcode{rdma.OpRead, rdma.OpFetchAdd} {
 			b.Run(m.name+"/"+op.String(), func(b *testing.B) { roundTrip(b, op, m.noPoll) })
 		}
 	}
@@ -90,7 +90,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 var benchModes = modes[:2]
 
 // roundTrip is BenchmarkRoundTrip of op in one mode.
-func roundTrip(b *testing.B, op rdmap.Op, noPoll bool) {
+func roundTrip(b *testing.B, op rdma.Opcode, noPoll bool) {
 	a, r := pair(b, modeOpts(noPoll, false), modeOpts(noPoll, false))
 	target := r.register(b, make([]byte, 64), mem.AccessRemoteRead|mem.AccessRemoteAtomic)
 	sink := a.register(b, make([]byte, 8), mem.AccessLocalWrite)
@@ -111,11 +111,11 @@ func roundTrip(b *testing.B, op rdmap.Op, noPoll bool) {
 		}
 	}()
 	r.postRecv(b, rdmap.RecvWR{ID: 1})
-	wr := remote(rdmap.SendWR{Op: op, SGL: []rdmap.SGE{whole(sink)}, Data: 1}, target, 0)
+	wr := remote(rdmap.SendWR{Op: op, SGL: []rdma.SGE{whole(sink)}, Add: 1}, target, 0)
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for range b.N {
-		if _, err := a.qp.Do(ctx, rdmap.SendWR{Op: rdmap.OpSend}); err != nil {
+		if _, err := a.qp.Do(ctx, rdmap.SendWR{Op: rdma.OpSend}); err != nil {
 			b.Fatal(err)
 		}
 		<-woke // the responder returned from its wait, and waits again
@@ -127,7 +127,7 @@ func roundTrip(b *testing.B, op rdmap.Op, noPoll bool) {
 	}
 	b.StopTimer()
 	req, resp := 50, 30
-	if op == rdmap.OpFetchAdd {
+	if op == rdma.OpFetchAdd {
 		req, resp = 78, 38
 	}
 	reportLatency(b, lat, tcpPingPong(b, max(b.N, 1000), req, resp))
@@ -140,7 +140,7 @@ func roundTrip(b *testing.B, op rdmap.Op, noPoll bool) {
 // returns how long they took.
 func rate16(b testing.TB, a *end, wr rdmap.SendWR, n int) time.Duration {
 	const depth = 16
-	wr.Flags |= rdmap.Signaled
+	wr.Flags |= rdma.Signaled
 	ctx := context.Background()
 	var out [depth]CQE
 	wrs := make([]rdmap.SendWR, depth)
@@ -223,24 +223,24 @@ func tcpRate16(b *testing.B, n, req, resp int) time.Duration {
 // the same sizes.
 func BenchmarkRate16(b *testing.B) {
 	for _, m := range benchModes {
-		for _, op := range []rdmap.Op{rdmap.OpRead, rdmap.OpFetchAdd} {
+		for _, op := range []rdma.Opcode{rdma.OpRead, rdma.OpFetchAdd} {
 			b.Run(m.name+"/"+op.String(), func(b *testing.B) { rate16Bench(b, op, m.noPoll) })
 		}
 	}
 }
 
 // rate16Bench is BenchmarkRate16 of op in one mode.
-func rate16Bench(b *testing.B, op rdmap.Op, noPoll bool) {
+func rate16Bench(b *testing.B, op rdma.Opcode, noPoll bool) {
 	a, r := pair(b, modeOpts(noPoll, false), modeOpts(noPoll, false))
 	target := r.register(b, make([]byte, 64), mem.AccessRemoteRead|mem.AccessRemoteAtomic)
 	sink := a.register(b, make([]byte, 8), mem.AccessLocalWrite)
-	wr := remote(rdmap.SendWR{Op: op, SGL: []rdmap.SGE{whole(sink)}, Data: 1}, target, 0)
+	wr := remote(rdmap.SendWR{Op: op, SGL: []rdma.SGE{whole(sink)}, Add: 1}, target, 0)
 	n := max(b.N, 1000)
 	b.ResetTimer()
 	d := rate16(b, a, wr, n)
 	b.StopTimer()
 	req, resp := 50, 30
-	if op == rdmap.OpFetchAdd {
+	if op == rdma.OpFetchAdd {
 		req, resp = 78, 38
 	}
 	raw := tcpRate16(b, n, req, resp)
@@ -272,7 +272,7 @@ func write1MiB(b *testing.B, crc, noPoll bool) {
 	a, r := pair(b, o, o)
 	dst := r.register(b, make([]byte, size), mem.AccessRemoteWrite)
 	src := a.register(b, make([]byte, size), 0)
-	wr := remote(rdmap.SendWR{Op: rdmap.OpWrite, SGL: []rdmap.SGE{whole(src)}}, dst, 0)
+	wr := remote(rdmap.SendWR{Op: rdma.OpWrite, SGL: []rdma.SGE{whole(src)}}, dst, 0)
 	n := max(b.N, 200)
 	b.SetBytes(size)
 	b.ResetTimer()

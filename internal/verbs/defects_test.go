@@ -48,7 +48,7 @@ func recvSync(t *testing.T, e *end, p *peer, id uint64) {
 func postRecv64(t *testing.T, e *end, id uint64) []byte {
 	t.Helper()
 	buf := make([]byte, 64)
-	e.postRecv(t, rdmap.RecvWR{ID: id, SGL: []rdmap.SGE{whole(e.register(t, buf, mem.AccessLocalWrite))}})
+	e.postRecv(t, rdmap.RecvWR{ID: id, SGL: []rdma.SGE{whole(e.register(t, buf, mem.AccessLocalWrite))}})
 	return buf
 }
 
@@ -68,13 +68,13 @@ func TestDefect01LocalInvalidateBehindReadResponse(t *testing.T) {
 		x := e.register(t, bytes.Repeat([]byte{3}, xLen), mem.AccessRemoteRead)
 		src := e.register(t, make([]byte, bigRead), 0)
 		postRecv64(t, e, 900)
-		e.post(t, rdmap.SendWR{ID: 1, Op: rdmap.OpWrite, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(src)}, RemoteSTag: 0x5500})
+		e.post(t, rdmap.SendWR{ID: 1, Op: rdma.OpWrite, Flags: rdma.Signaled, SGL: []rdma.SGE{whole(src)}, Remote: rdma.RemoteBuffer{STag: 0x5500}})
 		for e.qp.Stats().FPDUsSent == 0 {
 			runtime.Gosched() // the Write has begun (a transmit goroutine may write it)
 		}
 		p.readRequest(wire.ReadRequest{SinkSTag: 0x6600, Size: xLen, SrcSTag: uint32(x.STag()), SrcTO: x.Base()})
 		recvSync(t, e, p, 900) // the Read Request is queued behind the Write
-		e.post(t, rdmap.SendWR{ID: 2, Op: rdmap.OpLocalInv, Flags: rdmap.Signaled, InvSTag: uint32(x.STag())})
+		e.post(t, rdmap.SendWR{ID: 2, Op: rdma.OpLocalInvalidate, Flags: rdma.Signaled, InvalidateSTag: uint32(x.STag())})
 		if !peerReads {
 			e.closeWithin(t)
 			if c := e.next(t); c.ID != 1 || c.Status != rdma.StatusFlushed {
@@ -155,7 +155,7 @@ func TestDefect02SendInvalidateWhileResponsePinned(t *testing.T) {
 	}
 	e.closeWithin(t)
 	c := e.next(t)
-	if c.ID != 7 || c.Flags&rdmap.Invalidated == 0 || c.InvSTag != uint32(x.STag()) {
+	if c.ID != 7 || c.Invalidated != uint32(x.STag()) {
 		t.Fatalf("completion %+v, want receive 7 invalidating x", c.Completion)
 	}
 	if x.Valid() {
@@ -181,7 +181,7 @@ func TestDefect03NoPlacementAfterDeregister(t *testing.T) {
 		return e, p, e.register(t, buf, access), buf
 	}
 	readInto := func(t *testing.T, e *end, p *peer, sink *mem.Region) wire.ReadRequest {
-		e.post(t, rdmap.SendWR{ID: 1, Op: rdmap.OpRead, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(sink)}, RemoteSTag: 0x5500})
+		e.post(t, rdmap.SendWR{ID: 1, Op: rdma.OpRead, Flags: rdma.Signaled, SGL: []rdma.SGE{whole(sink)}, Remote: rdma.RemoteBuffer{STag: 0x5500}})
 		return p.nextOf(wire.OpReadRequest).ReadRequest
 	}
 	untouched := func(t *testing.T, c CQE, id uint64, buf []byte) {
@@ -208,7 +208,7 @@ func TestDefect03NoPlacementAfterDeregister(t *testing.T) {
 		postRecv64(t, e, 7)
 		rr := readInto(t, e, p, sink)
 		p.sendMsg(wire.OpSendInv, uint32(sink.STag()), nil)
-		if c := e.next(t); c.ID != 7 || c.InvSTag != uint32(sink.STag()) {
+		if c := e.next(t); c.ID != 7 || c.Invalidated != uint32(sink.STag()) {
 			t.Fatalf("completion %+v, want receive 7 invalidating the sink", c.Completion)
 		}
 		p.send(tagged(wire.OpReadResponse, rr.SinkSTag, rr.SinkTO, payload))
@@ -217,7 +217,7 @@ func TestDefect03NoPlacementAfterDeregister(t *testing.T) {
 	})
 	t.Run("Send-into-deregistered-receive", func(t *testing.T) {
 		e, p, rb, buf := setup(t, mem.AccessLocalWrite)
-		e.postRecv(t, rdmap.RecvWR{ID: 7, SGL: []rdmap.SGE{whole(rb)}})
+		e.postRecv(t, rdmap.RecvWR{ID: 7, SGL: []rdma.SGE{whole(rb)}})
 		if err := e.table.Deregister(ctx, rb); err != nil {
 			t.Fatal(err)
 		}
@@ -227,7 +227,7 @@ func TestDefect03NoPlacementAfterDeregister(t *testing.T) {
 	})
 	t.Run("atomic-result-deregistered", func(t *testing.T) {
 		e, p, res, buf := setup(t, mem.AccessLocalWrite)
-		e.post(t, rdmap.SendWR{ID: 1, Op: rdmap.OpFetchAdd, Flags: rdmap.Signaled, SGL: []rdmap.SGE{{Region: res, Len: 8}}, RemoteSTag: 0x5500, Data: 1})
+		e.post(t, rdmap.SendWR{ID: 1, Op: rdma.OpFetchAdd, Flags: rdma.Signaled, SGL: []rdma.SGE{{STag: uint32(res.STag()), Length: 8}}, Remote: rdma.RemoteBuffer{STag: 0x5500}, Add: 1})
 		req := p.nextOf(wire.OpAtomicRequest).AtomicRequest
 		if err := e.table.Deregister(ctx, res); err != nil {
 			t.Fatal(err)
@@ -245,8 +245,8 @@ func TestDefect03NoPlacementAfterDeregister(t *testing.T) {
 		big := e.register(t, make([]byte, bigRead), 0)
 		secret := bytes.Repeat([]byte("SECRET"), 2000)
 		src := e.register(t, secret, 0)
-		e.post(t, rdmap.SendWR{ID: 1, Op: rdmap.OpWrite, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(big)}, RemoteSTag: 0x5500},
-			rdmap.SendWR{ID: 2, Op: rdmap.OpSend, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(src)}})
+		e.post(t, rdmap.SendWR{ID: 1, Op: rdma.OpWrite, Flags: rdma.Signaled, SGL: []rdma.SGE{whole(big)}, Remote: rdma.RemoteBuffer{STag: 0x5500}},
+			rdmap.SendWR{ID: 2, Op: rdma.OpSend, Flags: rdma.Signaled, SGL: []rdma.SGE{whole(src)}})
 		if err := e.table.Deregister(ctx, src); err != nil {
 			t.Fatal(err)
 		}
@@ -288,8 +288,8 @@ func TestDefect05DisconnectRacingLongPost(t *testing.T) {
 		src := a.register(t, make([]byte, 1024), 0)
 		batch := make([]rdmap.SendWR, wrs)
 		for i := range batch {
-			batch[i] = rdmap.SendWR{ID: uint64(i), Op: rdmap.OpWrite, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(src)},
-				RemoteSTag: uint32(dst.STag()), RemoteTO: dst.Base()}
+			batch[i] = rdmap.SendWR{ID: uint64(i), Op: rdma.OpWrite, Flags: rdma.Signaled, SGL: []rdma.SGE{whole(src)},
+				Remote: rdma.RemoteBuffer{STag: uint32(dst.STag()), TO: dst.Base()}}
 		}
 		posted := make(chan error, 1)
 		go func() { _, err := a.qp.PostSend(batch); posted <- err }()
@@ -431,12 +431,12 @@ func TestDefect12ResponderStall(t *testing.T) {
 		b.postRecv(t, rdmap.RecvWR{ID: uint64(round)})
 		got := make(chan CQE, 1)
 		go func() { got <- b.next(t) }() // the responder waits on its CQ
-		if c, err := a.qp.Do(ctx, rdmap.SendWR{Op: rdmap.OpSend}); err != nil || c.Status != rdma.StatusSuccess {
+		if c, err := a.qp.Do(ctx, rdmap.SendWR{Op: rdma.OpSend}); err != nil || c.Status != rdma.StatusSuccess {
 			t.Fatalf("Send: %+v, %v", c, err)
 		}
 		<-got
 		start := time.Now()
-		c, err := a.qp.Do(ctx, rdmap.SendWR{Op: rdmap.OpRead, SGL: []rdmap.SGE{whole(sink)}, RemoteSTag: uint32(region.STag()), RemoteTO: region.Base()})
+		c, err := a.qp.Do(ctx, rdmap.SendWR{Op: rdma.OpRead, SGL: []rdma.SGE{whole(sink)}, Remote: rdma.RemoteBuffer{STag: uint32(region.STag()), TO: region.Base()}})
 		if err != nil || c.Status != rdma.StatusSuccess {
 			t.Fatalf("Read: %+v, %v", c, err)
 		}
@@ -460,8 +460,8 @@ func TestDefect13ReadThenAtomic(t *testing.T) {
 	region := b.register(t, src, mem.AccessRemoteRead|mem.AccessRemoteAtomic)
 	sink := a.register(t, make([]byte, bigRead), mem.AccessLocalWrite)
 	a.post(t,
-		rdmap.SendWR{ID: 1, Op: rdmap.OpRead, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(sink)}, RemoteSTag: uint32(region.STag()), RemoteTO: region.Base()},
-		rdmap.SendWR{ID: 2, Op: rdmap.OpFetchAdd, Flags: rdmap.Signaled, RemoteSTag: uint32(region.STag()), RemoteTO: region.Base() + bigRead - 8, Data: 1},
+		rdmap.SendWR{ID: 1, Op: rdma.OpRead, Flags: rdma.Signaled, SGL: []rdma.SGE{whole(sink)}, Remote: rdma.RemoteBuffer{STag: uint32(region.STag()), TO: region.Base()}},
+		rdmap.SendWR{ID: 2, Op: rdma.OpFetchAdd, Flags: rdma.Signaled, Remote: rdma.RemoteBuffer{STag: uint32(region.STag()), TO: region.Base() + bigRead - 8}, Add: 1},
 	)
 	a.want(t, 1, rdma.StatusSuccess)
 	add := a.want(t, 2, rdma.StatusSuccess)

@@ -118,7 +118,7 @@ func (e *end) register(t testing.TB, buf []byte, acc mem.Access) *mem.Region {
 }
 
 // whole is the whole region as one SGE.
-func whole(r *mem.Region) rdmap.SGE { return rdmap.SGE{Region: r, Len: uint32(r.Len())} }
+func whole(r *mem.Region) rdma.SGE { return rdma.SGE{STag: uint32(r.STag()), Length: uint32(r.Len())} }
 
 // next waits for e's next completion.
 func (e *end) next(t testing.TB) CQE {

@@ -25,8 +25,8 @@ func TestPostBeforeStart(t *testing.T) {
 	o := defaultOpts()
 	a, b := newEnd(t, o), newEnd(t, o)
 	rb := make([]byte, 16)
-	b.postRecv(t, rdmap.RecvWR{ID: 5, SGL: []rdmap.SGE{whole(b.register(t, rb, mem.AccessLocalWrite))}})
-	if _, err := a.qp.PostSend([]rdmap.SendWR{{Op: rdmap.OpSend}}); !errors.Is(err, ErrNotConnected) {
+	b.postRecv(t, rdmap.RecvWR{ID: 5, SGL: []rdma.SGE{whole(b.register(t, rb, mem.AccessLocalWrite))}})
+	if _, err := a.qp.PostSend([]rdmap.SendWR{{Op: rdma.OpSend}}); !errors.Is(err, ErrNotConnected) {
 		t.Fatalf("PostSend before Start: %v, want %v", err, ErrNotConnected)
 	}
 	if s := a.qp.State(); s != rdma.StateIdle {
@@ -38,7 +38,7 @@ func TestPostBeforeStart(t *testing.T) {
 	if err := a.qp.Start(ca, Setup{}); !errors.Is(err, rdmap.ErrQPState) {
 		t.Errorf("a second Start: %v, want %v", err, rdmap.ErrQPState)
 	}
-	a.post(t, rdmap.SendWR{ID: 1, Op: rdmap.OpSend, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(a.register(t, []byte("early"), 0))}})
+	a.post(t, rdmap.SendWR{ID: 1, Op: rdma.OpSend, Flags: rdma.Signaled, SGL: []rdma.SGE{whole(a.register(t, []byte("early"), 0))}})
 	a.want(t, 1, rdma.StatusSuccess)
 	if c := b.want(t, 5, rdma.StatusSuccess); string(rb[:c.Len]) != "early" {
 		t.Fatalf("received %q", rb[:c.Len])
@@ -141,8 +141,8 @@ func TestDisconnectOrderly(t *testing.T) {
 			src := a.register(t, make([]byte, 1<<20), mem.AccessLocalWrite)
 			b.postRecv(t, rdmap.RecvWR{ID: 50})
 			a.postRecv(t, rdmap.RecvWR{ID: 60})
-			a.post(t, remote(rdmap.SendWR{ID: 1, Op: rdmap.OpWrite, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(src)}}, dst, 0),
-				remote(rdmap.SendWR{ID: 2, Op: rdmap.OpRead, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(src)}}, dst, 0))
+			a.post(t, remote(rdmap.SendWR{ID: 1, Op: rdma.OpWrite, Flags: rdma.Signaled, SGL: []rdma.SGE{whole(src)}}, dst, 0),
+				remote(rdmap.SendWR{ID: 2, Op: rdma.OpRead, Flags: rdma.Signaled, SGL: []rdma.SGE{whole(src)}}, dst, 0))
 			ctx, cancel := context.WithTimeout(context.Background(), bound)
 			defer cancel()
 			if err := a.qp.Disconnect(ctx); err != nil {
@@ -180,7 +180,7 @@ func TestHoldSendUntilReceive(t *testing.T) {
 	o.framing.HoldSendUntilReceive = true
 	e, p := scripted(t, o)
 	postRecv64(t, e, 9)
-	e.post(t, rdmap.SendWR{ID: 1, Op: rdmap.OpSend, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(e.register(t, []byte("held"), 0))}})
+	e.post(t, rdmap.SendWR{ID: 1, Op: rdma.OpSend, Flags: rdma.Signaled, SGL: []rdma.SGE{whole(e.register(t, []byte("held"), 0))}})
 	// An unheld poster writes before PostSend returns.
 	if n := e.qp.Stats().FPDUsSent; n != 0 {
 		t.Fatalf("%d FPDUs sent before the peer's first octet", n)
@@ -224,8 +224,8 @@ func TestRevokeOnDeregisterContext(t *testing.T) {
 func TestStartPending(t *testing.T) {
 	e := newEnd(t, defaultOpts())
 	rb := make([]byte, 16)
-	e.postRecv(t, rdmap.RecvWR{ID: 1, SGL: []rdmap.SGE{whole(e.register(t, rb, mem.AccessLocalWrite))}},
-		rdmap.RecvWR{ID: 2, SGL: []rdmap.SGE{whole(e.register(t, make([]byte, 16), mem.AccessLocalWrite))}})
+	e.postRecv(t, rdmap.RecvWR{ID: 1, SGL: []rdma.SGE{whole(e.register(t, rb, mem.AccessLocalWrite))}},
+		rdmap.RecvWR{ID: 2, SGL: []rdma.SGE{whole(e.register(t, make([]byte, 16), mem.AccessLocalWrite))}})
 	ca, cb := testnet.TCPPair(t)
 	p := newPeer(t, cb)
 	// The first Send, framed as the peer's first FPDU, was read by the

@@ -27,8 +27,8 @@ func TestMULPDUFollowsTheMSS(t *testing.T) {
 			// of the MSS read after the last Write.
 			want, got := 0, 0
 			for i := range 64 {
-				a.post(t, rdmap.SendWR{ID: uint64(i), Op: rdmap.OpWrite, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(src)},
-					RemoteSTag: uint32(dst.STag()), RemoteTO: dst.Base()})
+				a.post(t, rdmap.SendWR{ID: uint64(i), Op: rdma.OpWrite, Flags: rdma.Signaled, SGL: []rdma.SGE{whole(src)},
+					Remote: rdma.RemoteBuffer{STag: uint32(dst.STag()), TO: dst.Base()}})
 				a.want(t, uint64(i), rdma.StatusSuccess)
 				want, got = fpdu.MULPDU(fpdu.EMSS(a.conn), false), a.qp.MULPDU()
 				if o.params.MULPDU != 0 {

@@ -40,7 +40,7 @@ func v2Opts(noPoll, pipe bool) opts {
 
 // remote names region r for a work request.
 func remote(wr rdmap.SendWR, r *mem.Region, off uint64) rdmap.SendWR {
-	wr.RemoteSTag, wr.RemoteTO = uint32(r.STag()), r.Base()+off
+	wr.Remote = rdma.RemoteBuffer{STag: uint32(r.STag()), TO: r.Base() + off}
 	return wr
 }
 
@@ -62,32 +62,32 @@ func TestOperations(t *testing.T) {
 		run  func(t *testing.T, s *sides)
 	}{
 		{"Send", func(t *testing.T, s *sides) {
-			s.a.post(t, rdmap.SendWR{ID: 1, Op: rdmap.OpSend, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(s.src)}})
+			s.a.post(t, rdmap.SendWR{ID: 1, Op: rdma.OpSend, Flags: rdma.Signaled, SGL: []rdma.SGE{whole(s.src)}})
 			s.a.want(t, 1, rdma.StatusSuccess)
 			c := s.b.want(t, 100, rdma.StatusSuccess)
-			if c.Len != 16 || string(s.rb[:16]) != "0123456789abcdef" || c.Flags != 0 {
+			if c.Len != 16 || string(s.rb[:16]) != "0123456789abcdef" || c.Solicited || c.Invalidated != 0 || c.HasImmediate {
 				t.Fatalf("receive %+v, buffer %q", c.Completion, s.rb[:16])
 			}
 		}},
 		{"SendSE", func(t *testing.T, s *sides) {
-			s.a.post(t, rdmap.SendWR{ID: 1, Op: rdmap.OpSendSE, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(s.src)}})
+			s.a.post(t, rdmap.SendWR{ID: 1, Op: rdma.OpSend, Flags: rdma.Signaled | rdma.Solicited, SGL: []rdma.SGE{whole(s.src)}})
 			s.a.want(t, 1, rdma.StatusSuccess)
-			if c := s.b.want(t, 100, rdma.StatusSuccess); c.Flags&rdmap.Solicited == 0 {
+			if c := s.b.want(t, 100, rdma.StatusSuccess); !c.Solicited {
 				t.Fatalf("receive %+v: not solicited", c.Completion)
 			}
 		}},
 		{"SendInv", func(t *testing.T, s *sides) {
-			s.a.post(t, rdmap.SendWR{ID: 1, Op: rdmap.OpSendInv, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(s.src)}, InvSTag: uint32(s.tr.STag())})
+			s.a.post(t, rdmap.SendWR{ID: 1, Op: rdma.OpSend, Flags: rdma.Signaled | rdma.Invalidate, SGL: []rdma.SGE{whole(s.src)}, InvalidateSTag: uint32(s.tr.STag())})
 			s.a.want(t, 1, rdma.StatusSuccess)
 			c := s.b.want(t, 100, rdma.StatusSuccess)
-			if c.Flags&rdmap.Invalidated == 0 || c.InvSTag != uint32(s.tr.STag()) || s.tr.Valid() {
+			if c.Invalidated != uint32(s.tr.STag()) || s.tr.Valid() {
 				t.Fatalf("receive %+v: the target (valid %v) was not invalidated", c.Completion, s.tr.Valid())
 			}
 		}},
 		{"Inline", func(t *testing.T, s *sides) {
 			buf := []byte("inline payload")
 			src := s.a.register(t, buf, 0)
-			s.a.post(t, rdmap.SendWR{ID: 1, Op: rdmap.OpSend, Flags: rdmap.Signaled | rdmap.Inline, SGL: []rdmap.SGE{whole(src)}})
+			s.a.post(t, rdmap.SendWR{ID: 1, Op: rdma.OpSend, Flags: rdma.Signaled | rdma.Inline, SGL: []rdma.SGE{whole(src)}})
 			clear(buf) // Inline copied the payload at post time: the source is free for reuse
 			s.a.want(t, 1, rdma.StatusSuccess)
 			if c := s.b.want(t, 100, rdma.StatusSuccess); string(s.rb[:c.Len]) != "inline payload" {
@@ -98,11 +98,11 @@ func TestOperations(t *testing.T) {
 			// Three source pieces into a second receive of two buffers.
 			p1, p2 := make([]byte, 5), make([]byte, 100)
 			r1, r2 := s.b.register(t, p1, mem.AccessLocalWrite), s.b.register(t, p2, mem.AccessLocalWrite)
-			s.b.postRecv(t, rdmap.RecvWR{ID: 101, SGL: []rdmap.SGE{whole(r1), whole(r2)}})
+			s.b.postRecv(t, rdmap.RecvWR{ID: 101, SGL: []rdma.SGE{whole(r1), whole(r2)}})
 			x := s.a.register(t, []byte("abcdefghijklmnopqrstuvwxyz"), 0)
-			s.a.post(t, rdmap.SendWR{ID: 0, Op: rdmap.OpSend, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(s.src)}},
-				rdmap.SendWR{ID: 1, Op: rdmap.OpSend, Flags: rdmap.Signaled, SGL: []rdmap.SGE{
-					{Region: x, Off: 0, Len: 3}, {Region: x, Off: 10, Len: 4}, {Region: s.src, Off: 8, Len: 8}}})
+			s.a.post(t, rdmap.SendWR{ID: 0, Op: rdma.OpSend, Flags: rdma.Signaled, SGL: []rdma.SGE{whole(s.src)}},
+				rdmap.SendWR{ID: 1, Op: rdma.OpSend, Flags: rdma.Signaled, SGL: []rdma.SGE{
+					{STag: uint32(x.STag()), Offset: 0, Length: 3}, {STag: uint32(x.STag()), Offset: 10, Length: 4}, {STag: uint32(s.src.STag()), Offset: 8, Length: 8}}})
 			s.a.want(t, 0, rdma.StatusSuccess)
 			s.a.want(t, 1, rdma.StatusSuccess)
 			s.b.want(t, 100, rdma.StatusSuccess)
@@ -112,55 +112,55 @@ func TestOperations(t *testing.T) {
 			}
 		}},
 		{"Immediate", func(t *testing.T, s *sides) {
-			s.a.post(t, rdmap.SendWR{ID: 1, Op: rdmap.OpImmediate, Flags: rdmap.Signaled, Imm: 0x1122334455667788})
+			s.a.post(t, rdmap.SendWR{ID: 1, Op: rdma.OpImmediate, Flags: rdma.Signaled, Immediate: 0x1122334455667788})
 			s.a.want(t, 1, rdma.StatusSuccess)
 			// The 8 octets land in a receive buffer that holds them too.
 			c := s.b.want(t, 100, rdma.StatusSuccess)
-			if c.Flags&rdmap.HasImm == 0 || c.Imm != 0x1122334455667788 || c.Len != 8 || !bytes.Equal(s.rb[:8], []byte{0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88}) {
+			if !c.HasImmediate || c.Immediate != 0x1122334455667788 || c.Len != 8 || !bytes.Equal(s.rb[:8], []byte{0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88}) {
 				t.Fatalf("receive %+v, buffer % x", c.Completion, s.rb[:8])
 			}
 		}},
 		{"SendImm", func(t *testing.T, s *sides) {
-			s.a.post(t, rdmap.SendWR{ID: 1, Op: rdmap.OpSendImm, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(s.src)}, Imm: 7})
+			s.a.post(t, rdmap.SendWR{ID: 1, Op: rdma.OpSend, Flags: rdma.Signaled | rdma.WithImmediate, SGL: []rdma.SGE{whole(s.src)}, Immediate: 7})
 			s.a.want(t, 1, rdma.StatusSuccess)
-			if c := s.b.want(t, 100, rdma.StatusSuccess); c.Flags&rdmap.HasImm == 0 || c.Imm != 7 || c.Len != 16 {
+			if c := s.b.want(t, 100, rdma.StatusSuccess); !c.HasImmediate || c.Immediate != 7 || c.Len != 16 {
 				t.Fatalf("receive %+v", c.Completion)
 			}
 		}},
 		{"Write", func(t *testing.T, s *sides) {
-			s.a.post(t, remote(rdmap.SendWR{ID: 1, Op: rdmap.OpWrite, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(s.src)}}, s.tr, 100))
+			s.a.post(t, remote(rdmap.SendWR{ID: 1, Op: rdma.OpWrite, Flags: rdma.Signaled, SGL: []rdma.SGE{whole(s.src)}}, s.tr, 100))
 			s.a.want(t, 1, rdma.StatusSuccess)
 			// A Write completes at the sender when written: a Send after
 			// it proves it placed (docs/semantics.md rule 2).
-			s.a.post(t, rdmap.SendWR{ID: 2, Op: rdmap.OpSend})
+			s.a.post(t, rdmap.SendWR{ID: 2, Op: rdma.OpSend})
 			s.b.want(t, 100, rdma.StatusSuccess)
 			if string(s.target[100:116]) != "0123456789abcdef" {
 				t.Fatalf("target %q", s.target[100:116])
 			}
 		}},
 		{"WriteImm", func(t *testing.T, s *sides) {
-			s.a.post(t, remote(rdmap.SendWR{ID: 1, Op: rdmap.OpWriteImm, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(s.src)}, Imm: 9}, s.tr, 0))
+			s.a.post(t, remote(rdmap.SendWR{ID: 1, Op: rdma.OpWrite, Flags: rdma.Signaled | rdma.WithImmediate, SGL: []rdma.SGE{whole(s.src)}, Immediate: 9}, s.tr, 0))
 			s.a.want(t, 1, rdma.StatusSuccess)
 			c := s.b.want(t, 100, rdma.StatusSuccess)
-			if c.Flags&rdmap.HasImm == 0 || c.Imm != 9 || string(s.target[:16]) != "0123456789abcdef" {
+			if !c.HasImmediate || c.Immediate != 9 || string(s.target[:16]) != "0123456789abcdef" {
 				t.Fatalf("receive %+v, target %q", c.Completion, s.target[:16])
 			}
 		}},
 		{"Read", func(t *testing.T, s *sides) {
-			c, err := s.a.qp.Do(context.Background(), remote(rdmap.SendWR{ID: 1, Op: rdmap.OpRead, SGL: []rdmap.SGE{whole(s.sk)}}, s.tr, 0))
+			c, err := s.a.qp.Do(context.Background(), remote(rdmap.SendWR{ID: 1, Op: rdma.OpRead, SGL: []rdma.SGE{whole(s.sk)}}, s.tr, 0))
 			if err != nil || c.Status != rdma.StatusSuccess || !bytes.Equal(s.sink, s.target) {
 				t.Fatalf("Read: %+v, %v", c, err)
 			}
 		}},
 		{"ReadInv", func(t *testing.T, s *sides) {
-			s.a.post(t, remote(rdmap.SendWR{ID: 1, Op: rdmap.OpReadInv, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(s.sk)}}, s.tr, 0))
+			s.a.post(t, remote(rdmap.SendWR{ID: 1, Op: rdma.OpRead, Flags: rdma.Signaled | rdma.Invalidate, SGL: []rdma.SGE{whole(s.sk)}}, s.tr, 0))
 			s.a.want(t, 1, rdma.StatusSuccess)
 			if s.sk.Valid() {
 				t.Fatal("the Read's sink is still valid after a Read with Invalidate")
 			}
 		}},
 		{"ReadV2", func(t *testing.T, s *sides) {
-			s.a.post(t, remote(rdmap.SendWR{ID: 1, Op: rdmap.OpReadV2, Flags: rdmap.Signaled, SGL: []rdmap.SGE{{Region: s.sk, Len: 16}}}, s.tr, 0))
+			s.a.post(t, remote(rdmap.SendWR{ID: 1, Op: rdma.OpReadV2, Flags: rdma.Signaled, SGL: []rdma.SGE{{STag: uint32(s.sk.STag()), Length: 16}}}, s.tr, 0))
 			if c := s.a.want(t, 1, rdma.StatusSuccess); !bytes.Equal(s.sink[:16], s.target[:16]) {
 				t.Fatalf("Read V2 %+v: sink %q", c.Completion, s.sink[:16])
 			}
@@ -168,7 +168,7 @@ func TestOperations(t *testing.T) {
 		{"FetchAdd", func(t *testing.T, s *sides) {
 			s.tr.AtomicCmpSwap(s.tr.Base()+8, 0, 0, 41, ^uint64(0))
 			res := s.a.register(t, make([]byte, 8), mem.AccessLocalWrite)
-			c, err := s.a.qp.Do(context.Background(), remote(rdmap.SendWR{ID: 1, Op: rdmap.OpFetchAdd, SGL: []rdmap.SGE{whole(res)}, Data: 1}, s.tr, 8))
+			c, err := s.a.qp.Do(context.Background(), remote(rdmap.SendWR{ID: 1, Op: rdma.OpFetchAdd, SGL: []rdma.SGE{whole(res)}, Add: 1}, s.tr, 8))
 			if err != nil || c.Status != rdma.StatusSuccess || c.Original != 41 || res.AtomicLoad(res.Base()) != 41 {
 				t.Fatalf("FetchAdd: %+v, %v", c, err)
 			}
@@ -178,13 +178,13 @@ func TestOperations(t *testing.T) {
 		}},
 		{"CmpSwap", func(t *testing.T, s *sides) {
 			s.tr.AtomicCmpSwap(s.tr.Base()+16, 0, 0, 5, ^uint64(0))
-			c, err := s.a.qp.Do(context.Background(), remote(rdmap.SendWR{ID: 1, Op: rdmap.OpCmpSwap, Compare: 5, CompareMask: ^uint64(0), Data: 6, Mask: ^uint64(0)}, s.tr, 16))
+			c, err := s.a.qp.Do(context.Background(), remote(rdmap.SendWR{ID: 1, Op: rdma.OpCompareSwap, Compare: 5, CompareMask: ^uint64(0), Swap: 6, SwapMask: ^uint64(0)}, s.tr, 16))
 			if err != nil || c.Status != rdma.StatusSuccess || c.Original != 5 || s.tr.AtomicLoad(s.tr.Base()+16) != 6 {
 				t.Fatalf("CmpSwap: %+v, %v", c, err)
 			}
 		}},
 		{"LocalInv", func(t *testing.T, s *sides) {
-			s.a.post(t, rdmap.SendWR{ID: 1, Op: rdmap.OpLocalInv, Flags: rdmap.Signaled, InvSTag: uint32(s.sk.STag())})
+			s.a.post(t, rdmap.SendWR{ID: 1, Op: rdma.OpLocalInvalidate, Flags: rdma.Signaled, InvalidateSTag: uint32(s.sk.STag())})
 			s.a.want(t, 1, rdma.StatusSuccess)
 			if s.sk.Valid() {
 				t.Fatal("the region is still valid after a Local Invalidate")
@@ -202,7 +202,7 @@ func TestOperations(t *testing.T) {
 				for i := range s.target {
 					s.target[i] = byte(i*13 + 1)
 				}
-				b.postRecv(t, rdmap.RecvWR{ID: 100, SGL: []rdmap.SGE{whole(b.register(t, s.rb, mem.AccessLocalWrite))}})
+				b.postRecv(t, rdmap.RecvWR{ID: 100, SGL: []rdma.SGE{whole(b.register(t, s.rb, mem.AccessLocalWrite))}})
 				s.tr = b.register(t, s.target, access)
 				s.src = a.register(t, []byte("0123456789abcdef"), 0)
 				s.sk = a.register(t, s.sink, mem.AccessLocalWrite|mem.AccessRemoteInvalidate)
@@ -234,9 +234,9 @@ func TestBulk(t *testing.T) {
 				sr := a.register(t, src, 0)
 				dst := make([]byte, size)
 				dr := b.register(t, dst, mem.AccessRemoteWrite|mem.AccessRemoteRead)
-				a.post(t, remote(rdmap.SendWR{ID: 1, Op: rdmap.OpWrite, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(sr)}}, dr, 0))
+				a.post(t, remote(rdmap.SendWR{ID: 1, Op: rdma.OpWrite, Flags: rdma.Signaled, SGL: []rdma.SGE{whole(sr)}}, dr, 0))
 				sink := make([]byte, size)
-				c, err := a.qp.Do(context.Background(), remote(rdmap.SendWR{ID: 2, Op: rdmap.OpRead, SGL: []rdmap.SGE{whole(a.register(t, sink, mem.AccessLocalWrite))}}, dr, 0))
+				c, err := a.qp.Do(context.Background(), remote(rdmap.SendWR{ID: 2, Op: rdma.OpRead, SGL: []rdma.SGE{whole(a.register(t, sink, mem.AccessLocalWrite))}}, dr, 0))
 				if err != nil || c.Status != rdma.StatusSuccess {
 					t.Fatalf("Read: %+v, %v", c, err)
 				}

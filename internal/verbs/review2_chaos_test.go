@@ -94,7 +94,7 @@ func chaosRound(t *testing.T, noPoll, pipe bool, teardown, delay int) {
 	// nothing, so the race detector sees the engine's races only.
 	wtarget := b.register(t, make([]byte, 64<<10), mem.AccessRemoteWrite)
 	rtarget := b.register(t, make([]byte, 8<<10), mem.AccessRemoteRead)
-	rsgl := []rdmap.SGE{{Region: b.register(t, make([]byte, 256), mem.AccessLocalWrite), Len: 256}}
+	rsgl := []rdma.SGE{{STag: uint32(b.register(t, make([]byte, 256), mem.AccessLocalWrite).STag()), Length: 256}}
 	for i := range 32 {
 		b.postRecv(t, rdmap.RecvWR{ID: uint64(i), SGL: rsgl})
 	}
@@ -117,13 +117,13 @@ func chaosRound(t *testing.T, noPoll, pipe bool, teardown, delay int) {
 				var wr rdmap.SendWR
 				switch i % 3 {
 				case 0:
-					wr = rdmap.SendWR{Op: rdmap.OpSend, SGL: []rdmap.SGE{{Region: src, Len: 64}}}
+					wr = rdmap.SendWR{Op: rdma.OpSend, SGL: []rdma.SGE{{STag: uint32(src.STag()), Length: 64}}}
 				case 1:
-					wr = remote(rdmap.SendWR{Op: rdmap.OpWrite, SGL: []rdmap.SGE{{Region: src, Len: uint32(1 + i*977%(64<<10))}}}, wtarget, 0)
+					wr = remote(rdmap.SendWR{Op: rdma.OpWrite, SGL: []rdma.SGE{{STag: uint32(src.STag()), Length: uint32(1 + i*977%(64<<10))}}}, wtarget, 0)
 				default:
-					wr = remote(rdmap.SendWR{Op: rdmap.OpRead, SGL: []rdmap.SGE{whole(sink)}}, rtarget, 4096)
+					wr = remote(rdmap.SendWR{Op: rdma.OpRead, SGL: []rdma.SGE{whole(sink)}}, rtarget, 4096)
 				}
-				wr.ID, wr.Flags = id, rdmap.Signaled
+				wr.ID, wr.Flags = id, rdma.Signaled
 				n, err := a.qp.PostSend([]rdmap.SendWR{wr})
 				if n == 1 {
 					l.post(id)
@@ -144,7 +144,7 @@ func chaosRound(t *testing.T, noPoll, pipe bool, teardown, delay int) {
 	wg.Go(func() { // Do
 		for i := uint64(0); ; i++ {
 			ctx, cancel := context.WithTimeout(context.Background(), bound)
-			c, err := a.qp.Do(ctx, remote(rdmap.SendWR{ID: 3<<32 | i, Op: rdmap.OpRead, SGL: []rdmap.SGE{whole(dsink)}}, rtarget, 0))
+			c, err := a.qp.Do(ctx, remote(rdmap.SendWR{ID: 3<<32 | i, Op: rdma.OpRead, SGL: []rdma.SGE{whole(dsink)}}, rtarget, 0))
 			expired := ctx.Err() != nil
 			cancel()
 			if err != nil {
@@ -164,7 +164,7 @@ func chaosRound(t *testing.T, noPoll, pipe bool, teardown, delay int) {
 	wg.Go(func() { // A's receives (B sends nothing: they all flush)
 		rb := a.register(t, make([]byte, 64), mem.AccessLocalWrite)
 		for i := uint64(0); i < 32; i++ {
-			n, err := a.qp.PostRecv([]rdmap.RecvWR{{ID: 4<<32 | i, SGL: []rdmap.SGE{whole(rb)}}})
+			n, err := a.qp.PostRecv([]rdmap.RecvWR{{ID: 4<<32 | i, SGL: []rdma.SGE{whole(rb)}}})
 			if n == 1 {
 				l.post(4<<32 | i)
 			}

@@ -56,8 +56,8 @@ func TestReview2CloseReturnsBeforeDeferredCompletions(t *testing.T) {
 			switch side {
 			case "local-invalidate":
 				a.post(t,
-					rdmap.SendWR{ID: 1, Op: rdmap.OpLocalInv, Flags: rdmap.Signaled, InvSTag: uint32(x.STag())},
-					rdmap.SendWR{ID: 2, Op: rdmap.OpSend, Flags: rdmap.Signaled})
+					rdmap.SendWR{ID: 1, Op: rdma.OpLocalInvalidate, Flags: rdma.Signaled, InvalidateSTag: uint32(x.STag())},
+					rdmap.SendWR{ID: 2, Op: rdma.OpSend, Flags: rdma.Signaled})
 			case "send-with-invalidate":
 				postRecv64(t, a, 1)
 				postRecv64(t, a, 2)
@@ -105,7 +105,7 @@ func TestReview2FlushOvertakesDeferredReceive(t *testing.T) {
 	// Receive 1 succeeded (x invalidated) if its drain came before the
 	// Close, or is flushed if the Close stopped waiting for it (Close does
 	// not wait for another QP's lease): either way it comes first.
-	if ok := first.Status == rdma.StatusFlushed || (first.Status == rdma.StatusSuccess && first.Flags&rdmap.Invalidated != 0); first.ID == 1 && !ok {
+	if ok := first.Status == rdma.StatusFlushed || (first.Status == rdma.StatusSuccess && first.Invalidated != 0); first.ID == 1 && !ok {
 		t.Errorf("receive 1: %+v, want success with x invalidated, or flushed", first.Completion)
 	}
 	noLeaks(t)

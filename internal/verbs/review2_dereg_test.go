@@ -64,7 +64,7 @@ func floodDeregister(t *testing.T, noPoll, pipe, markers, expired, sends bool, r
 	if sends {
 		for i := range o.rq {
 			off := uint64(i%16) * uint64(len(payload))
-			e.postRecv(t, rdmap.RecvWR{ID: uint64(i), SGL: []rdmap.SGE{{Region: x, Off: off, Len: uint32(len(payload))}}})
+			e.postRecv(t, rdmap.RecvWR{ID: uint64(i), SGL: []rdma.SGE{{STag: uint32(x.STag()), Offset: off, Length: uint32(len(payload))}}})
 		}
 	}
 	flooding := make(chan struct{})

@@ -7,6 +7,7 @@ import (
 	"github.com/goiwarp/iwarp/internal/mem"
 	"github.com/goiwarp/iwarp/internal/rdmap"
 	"github.com/goiwarp/iwarp/internal/testnet"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // endOnCQ is newEnd with a CQ of the test's (an event channel's), started
@@ -37,7 +38,7 @@ func endOnCQ(t *testing.T, cq *CQ) *end {
 func (e *end) writeOnce(t *testing.T, id uint64) {
 	t.Helper()
 	n := e.cq.Len()
-	e.post(t, rdmap.SendWR{ID: id, Op: rdmap.OpWrite, Flags: rdmap.Signaled})
+	e.post(t, rdmap.SendWR{ID: id, Op: rdma.OpWrite, Flags: rdma.Signaled})
 	eventually(t, "completed", func() bool { return e.cq.Len() > n })
 }
 
@@ -85,7 +86,7 @@ func TestReview2EventChannelDropsAnotherCQsEvent(t *testing.T) {
 // fired queues one completion on cq, met by its arm, and notifies.
 func fired(cq *CQ) {
 	cq.Arm(false)
-	cq.notify(cq.add(&rdmap.Completion{ID: 1}, nil), nil)
+	cq.notify(cq.add(&rdmap.Completion{Completion: rdma.Completion{ID: 1}}, nil), nil)
 }
 
 // TestEventChannelCoalesces: the rule of EventChannel, without a network.

@@ -26,7 +26,7 @@ func TestReview2HoldDisconnectNoTimeout(t *testing.T) {
 		o.framing.HoldSendUntilReceive = true
 		e, p := scriptedPipe(t, o)
 		go p.drainAll()
-		e.post(t, rdmap.SendWR{ID: 1, Op: rdmap.OpSend, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(e.register(t, []byte("held"), 0))}})
+		e.post(t, rdmap.SendWR{ID: 1, Op: rdma.OpSend, Flags: rdma.Signaled, SGL: []rdma.SGE{whole(e.register(t, []byte("held"), 0))}})
 		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 		defer cancel()
 		err := e.qp.Disconnect(ctx)
@@ -50,7 +50,7 @@ func TestReview2HoldPostWaitNoTimeout(t *testing.T) {
 		go p.drainAll()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 		defer cancel()
-		c, err := e.qp.Do(ctx, rdmap.SendWR{ID: 1, Op: rdmap.OpSend, SGL: []rdmap.SGE{whole(e.register(t, []byte("held"), 0))}})
+		c, err := e.qp.Do(ctx, rdmap.SendWR{ID: 1, Op: rdma.OpSend, SGL: []rdma.SGE{whole(e.register(t, []byte("held"), 0))}})
 		qerr := e.qp.Err()
 		e.qp.Close()
 		if !errors.Is(qerr, ErrPeerStalled) || err != nil || c.Status != rdma.StatusFlushed {

@@ -70,7 +70,7 @@ func TestReview2ManyQPsOneDeviceTeardown(t *testing.T) {
 				a.start(t, ca, o)
 				b.start(t, cb, o)
 				postRecv64(t, b, 1)
-				a.post(t, rdmap.SendWR{ID: 1, Op: rdmap.OpSend, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(a.register(t, []byte("x"), 0))}})
+				a.post(t, rdmap.SendWR{ID: 1, Op: rdma.OpSend, Flags: rdma.Signaled, SGL: []rdma.SGE{whole(a.register(t, []byte("x"), 0))}})
 				ends = append(ends, a, b)
 			}
 			for _, e := range ends {
@@ -141,11 +141,11 @@ func TestReview2ManyBusyQPsOneDevice(t *testing.T) {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), limit)
 			defer cancel()
-			if c, err := a.qp.Do(ctx, remote(rdmap.SendWR{Op: rdmap.OpWrite, SGL: []rdmap.SGE{whole(sr)}}, dr, 0)); err != nil || c.Status != rdma.StatusSuccess {
+			if c, err := a.qp.Do(ctx, remote(rdmap.SendWR{Op: rdma.OpWrite, SGL: []rdma.SGE{whole(sr)}}, dr, 0)); err != nil || c.Status != rdma.StatusSuccess {
 				t.Errorf("Write: %+v, %v", c, err)
 				return
 			}
-			if c, err := a.qp.Do(ctx, remote(rdmap.SendWR{Op: rdmap.OpRead, SGL: []rdmap.SGE{whole(sk)}}, dr, 0)); err != nil || c.Status != rdma.StatusSuccess {
+			if c, err := a.qp.Do(ctx, remote(rdmap.SendWR{Op: rdma.OpRead, SGL: []rdma.SGE{whole(sk)}}, dr, 0)); err != nil || c.Status != rdma.StatusSuccess {
 				t.Errorf("Read: %+v, %v", c, err)
 				return
 			}

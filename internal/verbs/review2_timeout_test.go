@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/goiwarp/iwarp/internal/rdmap"
+	"github.com/goiwarp/iwarp/rdma"
 )
 
 // The operation timeout on the paths that write with blocking writes (a
@@ -21,7 +22,7 @@ import (
 func postBigWrite(t *testing.T, e *end) {
 	t.Helper()
 	src := e.register(t, make([]byte, 1<<20), 0)
-	e.post(t, rdmap.SendWR{ID: 1, Op: rdmap.OpWrite, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(src)}, RemoteSTag: 0x5500})
+	e.post(t, rdmap.SendWR{ID: 1, Op: rdma.OpWrite, Flags: rdma.Signaled, SGL: []rdma.SGE{whole(src)}, Remote: rdma.RemoteBuffer{STag: 0x5500}})
 }
 
 // TestReview2OpTimeoutNeverArmedBlockingWrite: a Write posted to a peer

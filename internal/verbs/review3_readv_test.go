@@ -102,9 +102,9 @@ func TestReview3ReadvIOVMax(t *testing.T) {
 
 			target := e.register(t, make([]byte, 65000), mem.AccessRemoteWrite)
 			rb := e.register(t, make([]byte, pieces*size), mem.AccessLocalWrite)
-			sgl := make([]rdmap.SGE, pieces)
+			sgl := make([]rdma.SGE, pieces)
 			for i := range sgl {
-				sgl[i] = rdmap.SGE{Region: rb, Off: uint64(i * size), Len: size}
+				sgl[i] = rdma.SGE{STag: uint32(rb.STag()), Offset: uint64(i * size), Length: size}
 			}
 			e.postRecv(t, rdmap.RecvWR{ID: 1, SGL: sgl})
 

@@ -43,7 +43,7 @@ func TestReview5MissedReadyArmsAgain(t *testing.T) {
 	if q.rxMissed.Load() {
 		t.Fatal("rxMissed set before any Ready found the token taken")
 	}
-	b.post(t, rdmap.SendWR{ID: 1, Op: rdmap.OpSend})
+	b.post(t, rdmap.SendWR{ID: 1, Op: rdma.OpSend})
 	eventually(t, "a Ready finding the token taken", func() bool { return q.rxMissed.Load() })
 	if socketQueued(t, a) == 0 {
 		t.Fatal("the Send is not in a's socket: someone else read it")
@@ -59,7 +59,7 @@ func TestReview5MissedReadyArmsAgain(t *testing.T) {
 	a.want(t, 1, rdma.StatusSuccess)
 
 	// Nobody waits: the poller must read the second Send.
-	b.post(t, rdmap.SendWR{ID: 2, Op: rdmap.OpSend})
+	b.post(t, rdmap.SendWR{ID: 2, Op: rdma.OpSend})
 	var out [1]CQE
 	deadline := time.Now().Add(bound)
 	for a.cq.Poll(out[:]) == 0 {

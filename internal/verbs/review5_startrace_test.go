@@ -30,7 +30,7 @@ func TestReview5WaitBeforeStart(t *testing.T) {
 	a.start(t, ca, defaultOpts())
 	b.start(t, cb, defaultOpts())
 	a.postRecv(t, rdmap.RecvWR{ID: 1})
-	b.post(t, rdmap.SendWR{ID: 2, Op: rdmap.OpSend, Flags: rdmap.Signaled})
+	b.post(t, rdmap.SendWR{ID: 2, Op: rdma.OpSend, Flags: rdma.Signaled})
 	if err := <-waited; err != nil {
 		t.Fatal(err)
 	}

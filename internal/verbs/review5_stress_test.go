@@ -39,7 +39,7 @@ func review5Probe(t *testing.T, a, b *end, round int) {
 	t.Helper()
 	eventually(t, "the receive token free", func() bool { return !a.qp.rxTok.Load() })
 	a.postRecv(t, rdmap.RecvWR{ID: 1 << 40})
-	b.post(t, rdmap.SendWR{ID: 1 << 40, Op: rdmap.OpSend})
+	b.post(t, rdmap.SendWR{ID: 1 << 40, Op: rdma.OpSend})
 	var out [1]CQE
 	deadline := time.Now().Add(bound)
 	for {
@@ -91,7 +91,7 @@ func TestReview5WaitersLeaveTheSocketArmed(t *testing.T) {
 				for i := range each {
 					ctx, cancel, long := review5Ctx(g + i)
 					size := uint32(8 + (r*31+i*97)%4000)
-					c, err := a.qp.Do(ctx, remote(rdmap.SendWR{Op: rdmap.OpRead, SGL: []rdmap.SGE{{Region: sinks[g], Len: size}}}, word, 0))
+					c, err := a.qp.Do(ctx, remote(rdmap.SendWR{Op: rdma.OpRead, SGL: []rdma.SGE{{STag: uint32(sinks[g].STag()), Length: size}}}, word, 0))
 					cancel()
 					if long && (err != nil || c.Status != rdma.StatusSuccess) {
 						t.Errorf("round %d: reader %d: Read %d: %v %v (state %v, %v)", r, g, i, c.Status, err, a.qp.State(), a.qp.Err())
@@ -130,7 +130,7 @@ func TestReview5WaitersLeaveTheSocketArmed(t *testing.T) {
 			for i := 0; i < sends; i += burst {
 				var wrs [burst]rdmap.SendWR
 				for j := range wrs {
-					wrs[j] = rdmap.SendWR{ID: uint64(i + j), Op: rdmap.OpSend, Flags: rdmap.Signaled}
+					wrs[j] = rdmap.SendWR{ID: uint64(i + j), Op: rdma.OpSend, Flags: rdma.Signaled}
 				}
 				if n, err := b.qp.PostSend(wrs[:]); err != nil || n != burst {
 					t.Errorf("round %d: b's Sends from %d: %d posted: %v", r, i, n, err)

@@ -57,7 +57,7 @@ func TestReview5TeardownUnderParkedWaiter(t *testing.T) {
 				if viaDo {
 					sink := e.register(t, make([]byte, 8), mem.AccessLocalWrite)
 					go func() {
-						c, err := e.qp.Do(ctx, rdmap.SendWR{Op: rdmap.OpRead, SGL: []rdmap.SGE{whole(sink)}, RemoteSTag: 0x1234, RemoteTO: 0})
+						c, err := e.qp.Do(ctx, rdmap.SendWR{Op: rdma.OpRead, SGL: []rdma.SGE{whole(sink)}, Remote: rdma.RemoteBuffer{STag: 0x1234, TO: 0}})
 						if err == nil && c.Status == rdma.StatusSuccess {
 							t.Errorf("a Read nobody answered succeeded")
 						}

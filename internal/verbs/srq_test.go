@@ -14,18 +14,18 @@ import (
 // callback posts to the SRQ and asks a QP its state), on the goroutine of
 // the QP that took the receive.
 func TestSRQ(t *testing.T) {
-	srq, err := NewSRQ(8, 1)
+	table := mem.NewTable(mem.TableOptions{})
+	srq, err := NewSRQ(8, 1, table, testPD)
 	if err != nil {
 		t.Fatal(err)
 	}
-	table := mem.NewTable(mem.TableOptions{})
 	post := func(id uint64) {
 		r, err := table.Register(testPD, make([]byte, 16), mem.AccessLocalWrite, 0)
 		if err != nil {
 			t.Error(err)
 			return
 		}
-		if _, err := srq.PostRecv([]rdmap.RecvWR{{ID: id, SGL: []rdmap.SGE{whole(r)}}}); err != nil {
+		if _, err := srq.PostRecv([]rdmap.RecvWR{{ID: id, SGL: []rdma.SGE{whole(r)}}}); err != nil {
 			t.Error(err)
 		}
 	}
@@ -43,7 +43,7 @@ func TestSRQ(t *testing.T) {
 		fired <- b1.qp.State()
 	})
 	for i, a := range []*end{a1, a2, a1} {
-		a.post(t, rdmap.SendWR{ID: uint64(i), Op: rdmap.OpSend, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(a.register(t, []byte("msg"), 0))}})
+		a.post(t, rdmap.SendWR{ID: uint64(i), Op: rdma.OpSend, Flags: rdma.Signaled, SGL: []rdma.SGE{whole(a.register(t, []byte("msg"), 0))}})
 		a.want(t, uint64(i), rdma.StatusSuccess)
 	}
 	got := map[uint64]bool{}

@@ -32,7 +32,7 @@ func TestConcurrentPosters(t *testing.T) {
 			// The peer's receives, one per Send: the posters run ahead of
 			// the peer's application (a Send completes once written), and
 			// a Send that finds no receive is fatal.
-			rsgl := []rdmap.SGE{{Region: b.register(t, make([]byte, 64), mem.AccessLocalWrite), Len: 64}}
+			rsgl := []rdma.SGE{{STag: uint32(b.register(t, make([]byte, 64), mem.AccessLocalWrite).STag()), Length: 64}}
 			for i := 0; i < posters*each/3; i++ {
 				b.postRecv(t, rdmap.RecvWR{ID: uint64(i), SGL: rsgl})
 			}
@@ -66,11 +66,11 @@ func TestConcurrentPosters(t *testing.T) {
 						var wr rdmap.SendWR
 						switch i % 3 {
 						case 0:
-							wr = rdmap.SendWR{Op: rdmap.OpSend, SGL: []rdmap.SGE{{Region: src, Len: 16}}}
+							wr = rdmap.SendWR{Op: rdma.OpSend, SGL: []rdma.SGE{{STag: uint32(src.STag()), Length: 16}}}
 						case 1:
-							wr = remote(rdmap.SendWR{Op: rdmap.OpWrite, SGL: []rdmap.SGE{{Region: src, Len: uint32(1 + i*37%(8<<10))}}}, target, 0)
+							wr = remote(rdmap.SendWR{Op: rdma.OpWrite, SGL: []rdma.SGE{{STag: uint32(src.STag()), Length: uint32(1 + i*37%(8<<10))}}}, target, 0)
 						default:
-							wr = remote(rdmap.SendWR{Op: rdmap.OpRead, SGL: []rdmap.SGE{{Region: src, Len: 4096}}}, target, uint64(p)*4096)
+							wr = remote(rdmap.SendWR{Op: rdma.OpRead, SGL: []rdma.SGE{{STag: uint32(src.STag()), Length: 4096}}}, target, uint64(p)*4096)
 						}
 						wr.ID = uint64(p*each + i)
 						for {

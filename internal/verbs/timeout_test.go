@@ -43,7 +43,7 @@ func TestOpTimeoutUnansweredRead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e, p := scriptedPipe(t, timedOpts())
 		sink := e.register(t, make([]byte, 64), mem.AccessLocalWrite)
-		e.post(t, rdmap.SendWR{ID: 1, Op: rdmap.OpRead, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(sink)}, RemoteSTag: 0x5500})
+		e.post(t, rdmap.SendWR{ID: 1, Op: rdma.OpRead, Flags: rdma.Signaled, SGL: []rdma.SGE{whole(sink)}, Remote: rdma.RemoteBuffer{STag: 0x5500}})
 		p.nextOf(wire.OpReadRequest) // and never answers
 		go p.drainAll()
 		settle(opTimeout - time.Millisecond)
@@ -69,7 +69,7 @@ func TestOpTimeoutProgress(t *testing.T) {
 		const parts = 8
 		e, p := scriptedPipe(t, timedOpts())
 		sink := e.register(t, make([]byte, parts*16), mem.AccessLocalWrite)
-		e.post(t, rdmap.SendWR{ID: 1, Op: rdmap.OpRead, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(sink)}, RemoteSTag: 0x5500})
+		e.post(t, rdmap.SendWR{ID: 1, Op: rdma.OpRead, Flags: rdma.Signaled, SGL: []rdma.SGE{whole(sink)}, Remote: rdma.RemoteBuffer{STag: 0x5500}})
 		rr := p.nextOf(wire.OpReadRequest).ReadRequest
 		go p.drainAll()
 		// Every part but the last, 0.9 timeouts apart: 7.2 timeouts in all.
@@ -98,7 +98,7 @@ func TestOpTimeoutOff(t *testing.T) {
 		o.opTimeout = 0
 		e, p := scriptedPipe(t, o)
 		sink := e.register(t, make([]byte, 64), mem.AccessLocalWrite)
-		e.post(t, rdmap.SendWR{ID: 1, Op: rdmap.OpRead, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(sink)}, RemoteSTag: 0x5500})
+		e.post(t, rdmap.SendWR{ID: 1, Op: rdma.OpRead, Flags: rdma.Signaled, SGL: []rdma.SGE{whole(sink)}, Remote: rdma.RemoteBuffer{STag: 0x5500}})
 		p.nextOf(wire.OpReadRequest)
 		go p.drainAll()
 		settle(24 * time.Hour)
@@ -114,7 +114,7 @@ func TestOpTimeoutIdle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e, p := scriptedPipe(t, timedOpts())
 		src := e.register(t, []byte("ping"), 0)
-		e.post(t, rdmap.SendWR{ID: 1, Op: rdmap.OpWrite, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(src)}, RemoteSTag: 0x5500})
+		e.post(t, rdmap.SendWR{ID: 1, Op: rdma.OpWrite, Flags: rdma.Signaled, SGL: []rdma.SGE{whole(src)}, Remote: rdma.RemoteBuffer{STag: 0x5500}})
 		p.nextOf(wire.OpWrite)
 		e.want(t, 1, rdma.StatusSuccess)
 		go p.drainAll()

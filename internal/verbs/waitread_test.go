@@ -45,7 +45,7 @@ func TestWaitReadingInterruptedByTransmit(t *testing.T) {
 	dst := b.register(t, make([]byte, 64), mem.AccessRemoteWrite)
 	src := a.register(t, make([]byte, 64), 0)
 	errc := waitingReader(t, a, context.Background())
-	a.post(t, remote(rdmap.SendWR{ID: 9, Op: rdmap.OpWrite, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(src)}}, dst, 0))
+	a.post(t, remote(rdmap.SendWR{ID: 9, Op: rdma.OpWrite, Flags: rdma.Signaled, SGL: []rdma.SGE{whole(src)}}, dst, 0))
 	select {
 	case err := <-errc:
 		if err != nil {
@@ -78,7 +78,7 @@ func TestWaitReadingContextEnds(t *testing.T) {
 	sink := b.register(t, make([]byte, 8), mem.AccessLocalWrite)
 	wctx, wcancel := context.WithTimeout(context.Background(), bound)
 	defer wcancel()
-	c, err := b.qp.Do(wctx, remote(rdmap.SendWR{Op: rdmap.OpRead, SGL: []rdmap.SGE{whole(sink)}}, word, 0))
+	c, err := b.qp.Do(wctx, remote(rdmap.SendWR{Op: rdma.OpRead, SGL: []rdma.SGE{whole(sink)}}, word, 0))
 	if err != nil || c.Status != rdma.StatusSuccess {
 		t.Fatalf("Read after the waiter left: %v %v (a: %v %v)", c.Status, err, a.qp.State(), a.qp.Err())
 	}
@@ -118,7 +118,7 @@ func TestWaitReadingResponse(t *testing.T) {
 	defer cancel()
 	for range 20 {
 		clear(sinkBuf)
-		c, err := a.qp.Do(ctx, remote(rdmap.SendWR{Op: rdmap.OpRead, SGL: []rdmap.SGE{whole(sink)}}, from, 0))
+		c, err := a.qp.Do(ctx, remote(rdmap.SendWR{Op: rdma.OpRead, SGL: []rdma.SGE{whole(sink)}}, from, 0))
 		if err != nil || c.Status != rdma.StatusSuccess {
 			t.Fatalf("Read: %v %v", c.Status, err)
 		}
@@ -171,7 +171,7 @@ func TestWaitReadingArmsOnlyWhenParked(t *testing.T) {
 	if err := h.Disarm(); err != nil {
 		t.Fatal(err)
 	}
-	a.post(t, remote(rdmap.SendWR{ID: 5, Op: rdmap.OpRead, Flags: rdmap.Signaled, SGL: []rdmap.SGE{whole(sink)}}, word, 0))
+	a.post(t, remote(rdmap.SendWR{ID: 5, Op: rdma.OpRead, Flags: rdma.Signaled, SGL: []rdma.SGE{whole(sink)}}, word, 0))
 	deadline := time.Now().Add(bound)
 	for socketQueued(t, a) == 0 {
 		if time.Now().After(deadline) {
@@ -206,7 +206,7 @@ func TestWaitReadingArmsOnlyWhenParked(t *testing.T) {
 		}
 		runtime.Gosched()
 	}
-	b.post(t, rdmap.SendWR{ID: 6, Op: rdmap.OpSend, Flags: rdmap.Signaled})
+	b.post(t, rdmap.SendWR{ID: 6, Op: rdma.OpSend, Flags: rdma.Signaled})
 	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}
