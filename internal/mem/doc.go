@@ -143,8 +143,8 @@
 //  8. Type 2 windows are bound by a send work request: the engine calls
 //     BeginBindAt (BeginBind that also requires the parent at the
 //     generation the WR's SGE was resolved at) when the WR executes, in
-//     send-queue order, after looking the window up (LookupWindow). A bound type
-//     2 window must be unbound first (ErrWindowBound, as libibverbs requires
+//     send-queue order, after looking the window up (LookupWindow). A
+//     bound type 2 window must be unbound first (ErrWindowBound, as libibverbs requires
 //     a type 2 window to be invalidated before it is bound again); a
 //     zero-length bind is refused. It is unbound by a Local Invalidate
 //     (CheckLocalInvalidate then BeginInvalidate, needing no right) or by
