@@ -163,7 +163,10 @@ func (mw *MW) Close() error { return mw.Dealloc(context.Background()) }
 // StatusLocalProtection whose error matches ErrMWType, ErrMWBound,
 // ErrMWAccess, ErrMWPD, ErrMWRegion or ErrMWSTag.
 func (qp *QP) BindMW(ctx context.Context, mw *MW, mr *MR, off, n int, access Access) (RemoteBuffer, error) {
-	if mw == nil || mr == nil {
+	switch {
+	case mw == nil:
+		return RemoteBuffer{}, wrapAs(ErrInvalidWR, rdmap.ErrBindNoWindow)
+	case mr == nil:
 		return RemoteBuffer{}, wrapAs(ErrInvalidWR, rdmap.ErrBindSGE)
 	}
 	wr := SendWR{Op: OpBindWindow, Window: mw.STag(), Access: access, SGL: []SGE{mr.SGE(off, n)}}
