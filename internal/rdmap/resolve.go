@@ -7,36 +7,51 @@ import (
 
 // resolveSGL resolves the STags of sgl, a work request's local memory, in
 // table t for protection domain pd, appending the Segs to dst and writing
-// each region's generation to gens[i] (len(gens) >= len(sgl)). The
-// generation is read before the key is compared, so a re-key between the
-// two either fails the comparison or leaves the old generation, which the
-// WR's accesses then fail: a WR posted with an old key never moves bytes
-// under the new registration. An STag
+// each region's generation to gens[i] (len(gens) >= len(sgl)). An STag
 // must name a registered region (not a memory window) by its current key
-// (ErrBadSGE: unknown, a window, or a key re-keyed since), of pd (ErrPD), that covers the SGE's bytes (ErrBadSGE).
-// A region that is invalid now is not refused here: its generation is
-// recorded, and the WR completes with a local protection error when it
-// uses the bytes (as it would had the region been invalidated after the
-// post).
+// (ErrBadSGE: unknown, a window, or a key re-keyed since), of pd (ErrPD),
+// that covers the SGE's bytes (ErrBadSGE). A region that is invalid now is
+// not refused here: it is recorded at a generation that can never be
+// pinned, and the WR completes with a local protection error when it uses
+// the bytes (as it would had the region been invalidated after the post).
+//
+// A WR posted with an old key must never move bytes under a newer
+// registration. A Begin clears the valid bit, then moves the generation
+// on (live, for a re-key), and only then publishes a re-key's new key: a
+// key compared right after the generation was read may therefore be the
+// old one while the generation read is already the new key's. So the
+// generation is read first, and then the key is checked together with the
+// valid bit in one load of the state word (Table.CheckLocal): if the key
+// was valid at that load, the generation read before it is the key's own
+// or an older one (which the WR's pins then fail). If it was not valid
+// (an invalid region, or a Begin in progress), the generation recorded is
+// one before the one read, which is never current again (short of 2^24
+// generations) and so never pins.
 func resolveSGL(t *mem.Table, pd uint32, dst []Seg, gens []mem.Gen, sgl []rdma.SGE) ([]Seg, error) {
 	for i := range sgl {
 		s := &sgl[i]
 		r := t.Lookup(mem.STag(s.STag))
-		if r == nil {
-			return dst, ErrBadSGE
-		}
-		gens[i] = r.Gen()
-		if r.Window() != nil || uint32(r.STag()) != s.STag {
+		if r == nil || r.Window() != nil {
 			return dst, ErrBadSGE // a memory window is for remote access only
+		}
+		g := r.Gen()
+		if uint32(r.STag()) != s.STag {
+			return dst, ErrBadSGE
 		}
 		if r.PD() != pd {
 			return dst, ErrPD
 		}
-		g := Seg{Region: r, Off: s.Offset, Len: s.Length}
-		if g.bytes() == nil {
+		seg := Seg{Region: r, Off: s.Offset, Len: s.Length}
+		if seg.bytes() == nil {
 			return dst, ErrBadSGE
 		}
-		dst = append(dst, g)
+		// In bounds: Base()+Off cannot wrap (Register refuses a base whose
+		// end wraps).
+		if v, why := t.CheckLocal(mem.STag(s.STag), pd, 0, r.Base()+s.Offset, uint64(s.Length)); why != mem.OK || v != r {
+			g-- // not valid with this key now: a generation that never pins
+		}
+		gens[i] = g
+		dst = append(dst, seg)
 	}
 	return dst, nil
 }
