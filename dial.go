@@ -36,6 +36,11 @@ type DialConfig struct {
 	// the QP's PD), so that a server's Handle can find it with
 	// QP.PeerMemory. It cannot be combined with Conn.PrivateData.
 	Memory []*MR
+	// Prepare, if set, runs on the QP before it connects: post there the
+	// receives the server's first Sends need (on iWARP a Send that finds
+	// no posted receive is fatal to the connection). An error ends Dial
+	// with it.
+	Prepare func(qp *QP) error
 }
 
 // Dial connects to the iWARP server at addr ("host:port", "[::1]:port") over
@@ -47,7 +52,7 @@ type DialConfig struct {
 // largest SRQ depth, Device.Attributes().MaxQueueDepth), so the defaults
 // never fail with ErrCQCapacity.
 //
-// The QP owns what Dial made for it. The CQs are reachable only by the QP
+// The QP owns what Dial made for it. The CQs are reachable through the QP (SendCQ, RecvCQ)
 // and need no closing. A Device made by Dial is the QP's alone: it takes no
 // new PDs (AllocPD fails with ErrClosed), and it is released — its poller
 // stopped — once the QP is closed, or torn down by the peer or by a
@@ -80,6 +85,12 @@ func Dial(ctx context.Context, addr string, cfg *DialConfig) (*QP, error) {
 	qp, err := newOwnedQP(c.Device, pd, c.Memory, c.QP)
 	if err != nil {
 		return nil, err
+	}
+	if c.Prepare != nil {
+		if err := c.Prepare(qp); err != nil {
+			qp.Close()
+			return nil, err
+		}
 	}
 	if err := qp.Connect(ctx, "tcp", addr, &c.Conn); err != nil {
 		qp.Close()

@@ -165,6 +165,14 @@ func (qp *QP) forget() {
 // PD returns the QP's protection domain.
 func (qp *QP) PD() *PD { return qp.pd }
 
+// SendCQ returns the CQ the send queue completes to (for a QP made by Dial
+// or Serve, the one made for it).
+func (qp *QP) SendCQ() *CQ { return qp.cfg.SendCQ }
+
+// RecvCQ returns the CQ the receive queue completes to (for a QP made by
+// Dial or Serve, the one made for it): a Handle polls its receives there.
+func (qp *QP) RecvCQ() *CQ { return qp.cfg.RecvCQ }
+
 // State returns the QP's state.
 func (qp *QP) State() QPState { return qp.e.State() }
 

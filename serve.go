@@ -21,11 +21,18 @@ type ServeConfig struct {
 	QP QPConfig
 	// Memory is advertised to every client in the private data of the MPA
 	// Reply (AdvertiseMemory; at most MaxAdvertisedBuffers MRs, all of the
-	// PD); a client finds it with QP.PeerMemory. It cannot be combined with
+	// PD); a client finds it with QP.PeerMemory. The advertisement is made
+	// for each connection, with the MRs' STags of that moment (after
+	// MR.Rekey, new clients learn the new STag). It cannot be combined with
 	// Conn.PrivateData.
 	Memory []*MR
 	// Conn holds the MPA choices of the Accepts (ConnOptions).
 	Conn ConnOptions
+	// Prepare, if set, runs on each connection's QP before the request is
+	// accepted: post there the receives the client's first Sends need (on
+	// iWARP a Send that finds no posted receive is fatal to the
+	// connection). An error rejects the request.
+	Prepare func(qp *QP) error
 	// Handle, if set, runs in a goroutine of its own for each connection
 	// once its QP is in StateRTS; when it returns the QP is disconnected
 	// (QP.Disconnect) and closed. Its ctx is cancelled when Serve ends (its
@@ -64,11 +71,9 @@ func (l *Listener) Serve(ctx context.Context, cfg *ServeConfig) error {
 		if len(cfg.Conn.PrivateData) > 0 {
 			return fmt.Errorf("%w: ServeConfig.Memory and Conn.PrivateData are both set", ErrInvalidConfig)
 		}
-		adv, err := AdvertiseMemory(cfg.Memory...)
-		if err != nil {
+		if _, err := AdvertiseMemory(cfg.Memory...); err != nil {
 			return err
 		}
-		s.conn.PrivateData = adv
 	}
 	s.pd = cfg.PD
 	if s.pd == nil && len(cfg.Memory) > 0 {
@@ -122,7 +127,7 @@ func (l *Listener) Serve(ctx context.Context, cfg *ServeConfig) error {
 type server struct {
 	cfg  *ServeConfig
 	pd   *PD
-	conn ConnOptions // cfg.Conn with the advertisement
+	conn ConnOptions // cfg.Conn
 	wg   sync.WaitGroup
 
 	mu       sync.Mutex
@@ -146,6 +151,20 @@ func (s *server) serveConn(ctx context.Context, req *ConnRequest) {
 	}
 	defer s.closeQP(qp)
 	conn := s.conn
+	if len(s.cfg.Memory) > 0 {
+		if conn.PrivateData, err = AdvertiseMemory(s.cfg.Memory...); err != nil {
+			_ = req.Reject(nil)
+			s.warn("iwarp: Serve could not advertise its memory", req, err)
+			return
+		}
+	}
+	if s.cfg.Prepare != nil {
+		if err := s.cfg.Prepare(qp); err != nil {
+			_ = req.Reject(nil)
+			s.warn("iwarp: Serve's Prepare failed", req, err)
+			return
+		}
+	}
 	if err := req.Accept(ctx, qp, &conn); err != nil {
 		if ctx.Err() == nil {
 			s.warn("iwarp: Serve could not accept a connection", req, err)
