@@ -337,8 +337,8 @@ func (cq *CQ) Arm(solicitedOnly bool) {
 	cq.mu.Unlock()
 }
 
-// Close marks the CQ closed and wakes its waiters. Completions still
-// queued can be polled.
+// Close marks the CQ closed and wakes its waiters, a waiter reading its
+// QP's socket too. Completions still queued can be polled.
 func (cq *CQ) Close() {
 	cq.mu.Lock()
 	cq.closed = true
@@ -346,6 +346,12 @@ func (cq *CQ) Close() {
 	select {
 	case cq.wake <- struct{}{}:
 	default:
+	}
+	// A reading waiter parks in the socket's read, not on wake: interrupt
+	// it. One that took the reader role after this load sees closed
+	// (written above) before it parks.
+	if q := cq.reader.Load(); q != nil {
+		q.interruptReader()
 	}
 }
 
