@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -19,10 +20,11 @@ func TestCQCloseWakesReadingWaiter(t *testing.T) {
 	defer cancel()
 	errc := make(chan error, 1)
 	go func() { errc <- b.cq.Wait(ctx) }()
-	// Wait until the waiter holds the reader role and is parked in the read.
-	for b.cq.reader.Load() == nil || !b.qp.readerWaiting.Load() {
+	// Wait until the waiter holds the reader role and is parked in the
+	// socket's read (its goroutine in IO wait inside waitReading).
+	for b.cq.reader.Load() == nil || !b.qp.readerWaiting.Load() || !parkedReading() {
 		if ctx.Err() != nil {
-			t.Skip("the waiter never took the reading role (no poller here)")
+			t.Skip("the waiter never parked in the socket's read (no poller here)")
 		}
 		runtime.Gosched()
 	}
@@ -35,4 +37,16 @@ func TestCQCloseWakesReadingWaiter(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("a reading waiter was not woken by CQ.Close")
 	}
+}
+
+// parkedReading reports whether a goroutine is parked in IO wait inside
+// the reading waiter.
+func parkedReading() bool {
+	buf := make([]byte, 1<<20)
+	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		if strings.Contains(g, "[IO wait") && strings.Contains(g, ".waitReading(") {
+			return true
+		}
+	}
+	return false
 }
