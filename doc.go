@@ -5,7 +5,15 @@
 // hardware. It needs no special NIC, kernel module or cgo.
 //
 // The API follows the verbs model of libibverbs and librdmacm (docs/verbs.md
-// maps one to the other), with Go types, contexts and errors.
+// maps one to the other), with Go types, contexts and errors. The common
+// case has a short path: [Dial] returns a connected [QP] that owns its
+// queues, [Listener.Serve] serves registered memory to every client, and
+// [QP.PeerMemory] finds what the peer advertised (docs/api.md).
+//
+// The vocabulary the types below use — [SendWR], [RecvWR], [SGE],
+// [Completion], [Opcode], [SendFlags], [Status], [Access], [TermCode] — is
+// defined once, in package [github.com/goiwarp/iwarp/rdma], and re-exported
+// here under the same names.
 //
 // # Objects
 //
@@ -16,7 +24,10 @@
 //     ([PD.RegisterMemory]). Its [RemoteBuffer] ([MR.Remote],
 //     [MR.RemoteSlice]) names it to a peer; its 16-byte encoding
 //     ([RemoteBuffer.MarshalBinary]) is what a program sends to advertise
-//     memory. [SGE] names local bytes of an MR.
+//     memory. [SGE] names local bytes of an MR by its STag ([MR.SGE]).
+//     [PD.RegisterWords] registers aligned 64-bit words for atomics.
+//   - [MW] is a memory window ([PD.AllocMW]): a remote view of part of an
+//     MR, bound by a call (type 1) or by a send work request (type 2).
 //   - [CQ] is a completion queue ([Device.NewCQ]): [CQ.Poll] never blocks,
 //     [CQ.Next] and [CQ.Wait] wait with a context, [CQ.Arm] and an
 //     [EventChannel] notify.
@@ -26,8 +37,9 @@
 //   - Connections: the passive side runs [Listen] and [Listener.Accept],
 //     then [ConnRequest.Accept] (or [ConnRequest.Reject]) with its QP; the
 //     active side calls [QP.Connect]. [ConnOptions] holds the MPA choices
-//     (private data, CRC, markers, revision, peer-to-peer mode, extensions);
-//     the zero value gives the defaults. [QP.Attributes] says what was
+//     (private data, CRC, extensions, and in [InteropOptions] the
+//     revision, markers and peer-to-peer mode); the zero value gives the
+//     defaults. [QP.Attributes] says what was
 //     negotiated. [QP.Disconnect] closes in order, [QP.Close] at once.
 //
 // # Work requests and blocking calls
@@ -36,7 +48,7 @@
 // [Completion] values arrive on the QP's CQs, in posting order per queue.
 // The blocking calls post one work request and wait for its own completion:
 // [QP.Send], [QP.Write], [QP.Read], [QP.WriteWithImmediate],
-// [QP.SendImmediate], [QP.FetchAdd], [QP.CompareSwap] and their masked
+// [QP.ImmediateData], [QP.FetchAdd], [QP.CompareSwap] and their masked
 // forms, [QP.ReadV2], [QP.SendWithImmediate], and [QP.Do] for any
 // [SendWR]. A cancelled context ends the wait, not the work request, whose
 // buffers stay the QP's until it completes. What a completion promises, and
@@ -63,48 +75,34 @@
 //
 // # Example
 //
-// A client writes into memory that a server advertised, then reads it back.
-// The server registered the memory with remote write and read access and
-// accepted the connection with the encoding of its [RemoteBuffer] as the
-// private data of its MPA Reply ([ConnOptions].PrivateData). The package's
-// runnable examples run both sides in one program.
+// A client writes into memory that a server advertised (with
+// [Listener.Serve] and [ServeConfig].Memory, registered with remote write
+// and read access), then reads it back. The package's runnable examples run
+// both sides in one program.
 //
 //	func writeAndRead(ctx context.Context, addr string, msg []byte) ([]byte, error) {
-//		dev := iwarp.NewDevice(nil)
-//		defer dev.Close()
-//		pd, err := dev.AllocPD()
-//		if err != nil {
-//			return nil, err
-//		}
-//		cq, err := dev.NewCQ(32, nil) // room for both queues' depths
-//		if err != nil {
-//			return nil, err
-//		}
-//		qp, err := pd.NewQP(&iwarp.QPConfig{SendCQ: cq, RecvCQ: cq, SendQueueDepth: 16, RecvQueueDepth: 16})
+//		qp, err := iwarp.Dial(ctx, addr, nil)
 //		if err != nil {
 //			return nil, err
 //		}
 //		defer qp.Close()
-//		if err := qp.Connect(ctx, "tcp", addr, nil); err != nil {
-//			return nil, err
-//		}
-//		var remote iwarp.RemoteBuffer
-//		if err := remote.UnmarshalBinary(qp.Attributes().PeerPrivateData); err != nil {
-//			return nil, err
-//		}
-//		src, err := pd.RegisterMemory(msg, 0) // local reads need no access right
+//		mem, err := qp.PeerMemory()
 //		if err != nil {
 //			return nil, err
 //		}
-//		sink, err := pd.RegisterMemory(make([]byte, len(msg)), iwarp.AccessLocalWrite)
+//		src, err := qp.PD().RegisterMemory(msg, 0) // local reads need no access right
 //		if err != nil {
 //			return nil, err
 //		}
-//		if err := qp.Write(ctx, remote, src.SGE(0, len(msg))); err != nil {
+//		sink, err := qp.PD().RegisterMemory(make([]byte, len(msg)), iwarp.AccessLocalWrite)
+//		if err != nil {
+//			return nil, err
+//		}
+//		if err := qp.Write(ctx, mem[0], src.SGE(0, len(msg))); err != nil {
 //			return nil, err
 //		}
 //		// Answered only after the Write was placed (RFC 5040 §5.5).
-//		if err := qp.Read(ctx, sink.SGE(0, len(msg)), remote); err != nil {
+//		if err := qp.Read(ctx, mem[0], sink.SGE(0, len(msg))); err != nil {
 //			return nil, err
 //		}
 //		return sink.Bytes(), nil
@@ -113,6 +111,7 @@
 // # Documentation
 //
 // In the repository: docs/tutorial.md (from go get to a remote FetchAdd),
+// docs/api.md (the shape of the API), docs/memory-windows.md,
 // docs/semantics.md (the contract of the API), docs/verbs.md (for verbs
 // programmers), docs/extensions.md and docs/mpa.md (the wire and the
 // negotiation), docs/interop.md (Linux siw), docs/architecture.md (how the
