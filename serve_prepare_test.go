@@ -13,12 +13,7 @@ import (
 func TestServePrepare(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), serveBound)
 	defer cancel()
-	dev := iwarp.NewDevice(nil)
-	defer dev.Close()
-	pd, err := dev.AllocPD()
-	if err != nil {
-		t.Fatal(err)
-	}
+	pd := servePD(t)
 	inbox, err := pd.RegisterMemory(make([]byte, 64), iwarp.AccessLocalWrite)
 	if err != nil {
 		t.Fatal(err)
@@ -82,12 +77,7 @@ func TestDialPrepare(t *testing.T) {
 func TestServeAdvertisesCurrentSTag(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), serveBound)
 	defer cancel()
-	dev := iwarp.NewDevice(nil)
-	defer dev.Close()
-	pd, err := dev.AllocPD()
-	if err != nil {
-		t.Fatal(err)
-	}
+	pd := servePD(t)
 	mr, _, err := pd.RegisterWords(1, iwarp.AccessRemoteAtomic)
 	if err != nil {
 		t.Fatal(err)
@@ -117,4 +107,16 @@ func TestServeAdvertisesCurrentSTag(t *testing.T) {
 	if stags[0] == stags[1] || stags[1] != mr.STag() {
 		t.Fatalf("advertised STags %#x, then %#x; the region's is %#x", stags[0], stags[1], mr.STag())
 	}
+}
+
+// servePD returns a PD of a Device the test closes at its end.
+func servePD(t *testing.T) *iwarp.PD {
+	t.Helper()
+	dev := iwarp.NewDevice(nil)
+	t.Cleanup(func() { dev.Close() })
+	pd, err := dev.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pd
 }
