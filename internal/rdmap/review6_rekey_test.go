@@ -28,7 +28,7 @@ func TestReview6ResolveNeverPairsOldKeyWithNewGeneration(t *testing.T) {
 	var ctr satomic.Uint32
 	table := mem.NewTable(mem.TableOptions{Random: func() uint32 { return ctr.Add(1) }})
 	r := region(t, table, testPD, 64, 0, mem.AccessLocalWrite)
-	const rounds = 20000
+	const rounds = 10000
 	gen0 := r.Gen()
 	keys := make([]satomic.Uint32, rounds+1) // keys[i]: the key of generation gen0+i
 	keys[0].Store(stagOf(r))
