@@ -126,7 +126,8 @@ func netnsVariant(t *testing.T, p *netnsPath, opts iwarp.ConnOptions, sizes []in
 		<-server.qp.Done()
 	})
 	a := client.qp.Attributes()
-	if a.CRC == opts.DisableCRC || a.SendMarkers != opts.Interop.Markers || a.RecvMarkers != opts.Interop.Markers || !a.V2 || !strings.HasPrefix(a.PeerAddr, netnsAddr[0]+":") {
+	markers := opts.Interop != nil && opts.Interop.Markers
+	if a.CRC == opts.DisableCRC || a.SendMarkers != markers || a.RecvMarkers != markers || !a.V2 || !strings.HasPrefix(a.PeerAddr, netnsAddr[0]+":") {
 		t.Fatalf("negotiated %+v", a)
 	}
 	// The path's MSS, and FPDUs sized to it (or to the default EMSS where
