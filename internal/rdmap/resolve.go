@@ -20,13 +20,15 @@ import (
 // on (live, for a re-key), and only then publishes a re-key's new key: a
 // key compared right after the generation was read may therefore be the
 // old one while the generation read is already the new key's. So the
-// generation is read first, and then the key is checked together with the
-// valid bit in one load of the state word (Table.CheckLocal): if the key
-// was valid at that load, the generation read before it is the key's own
-// or an older one (which the WR's pins then fail). If it was not valid
-// (an invalid region, or a Begin in progress), the generation recorded is
-// one before the one read, which is never current again (short of 2^24
-// generations) and so never pins.
+// generation is read before and after the valid bit and the key: when
+// both reads agree (no Begin moved it in between) and the region was
+// valid, the key read is the one of that generation (a Begin that made it
+// cleared the valid bit before it moved the generation, and published its
+// key before the valid bit was seen set; the next one cannot publish
+// another before it moves the generation on). Otherwise (an invalid
+// region, or a Begin in progress) the generation recorded is one before
+// the one read, which is never current again (short of 2^24 generations)
+// and so never pins.
 func resolveSGL(t *mem.Table, pd uint32, dst []Seg, gens []mem.Gen, sgl []rdma.SGE) ([]Seg, error) {
 	for i := range sgl {
 		s := &sgl[i]
@@ -35,8 +37,12 @@ func resolveSGL(t *mem.Table, pd uint32, dst []Seg, gens []mem.Gen, sgl []rdma.S
 			return dst, ErrBadSGE // a memory window is for remote access only
 		}
 		g := r.Gen()
+		valid := r.Valid()
 		if uint32(r.STag()) != s.STag {
 			return dst, ErrBadSGE
+		}
+		if !valid || r.Gen() != g {
+			g-- // not valid with this key at g: a generation that never pins
 		}
 		if r.PD() != pd {
 			return dst, ErrPD
@@ -44,11 +50,6 @@ func resolveSGL(t *mem.Table, pd uint32, dst []Seg, gens []mem.Gen, sgl []rdma.S
 		seg := Seg{Region: r, Off: s.Offset, Len: s.Length}
 		if seg.bytes() == nil {
 			return dst, ErrBadSGE
-		}
-		// In bounds: Base()+Off cannot wrap (Register refuses a base whose
-		// end wraps).
-		if v, why := t.CheckLocal(mem.STag(s.STag), pd, 0, r.Base()+s.Offset, uint64(s.Length)); why != mem.OK || v != r {
-			g-- // not valid with this key now: a generation that never pins
 		}
 		gens[i] = g
 		dst = append(dst, seg)
