@@ -3,6 +3,7 @@ package iwarp
 import (
 	"context"
 	"errors"
+	"math"
 
 	"github.com/goiwarp/iwarp/internal/mem"
 	"github.com/goiwarp/iwarp/internal/rdmap"
@@ -125,6 +126,10 @@ func (mw *MW) Bind(ctx context.Context, mr *MR, off, n int, access Access) (Remo
 	return rb, nil
 }
 
+// errBindRange is the cause of ErrInvalidWR for QP.BindMW of a range that
+// does not lie within the region.
+var errBindRange = errors.New("the range to bind does not lie within the region")
+
 // errBindByCall is the cause of ErrMWType for MW.Bind on a type 2 window.
 var errBindByCall = errors.New("a type 2 memory window is bound by a work request (OpBindWindow), not by a call")
 
@@ -133,9 +138,14 @@ var errBindByCall = errors.New("a type 2 memory window is bound by a work reques
 // new arrivals, and Unbind waits, bounded by ctx, until no access through
 // the binding is in flight. When it returns nil no byte can land in the
 // parent through the window any more. Unbinding an unbound window returns
-// at once (once its last unbind drained).
+// at once (once its last unbind drained); a deallocated window's Unbind
+// fails with ErrMWDeallocated, once the deallocation's drain is over.
 func (mw *MW) Unbind(ctx context.Context) error {
-	return wrapAs(nil, mw.pd.dev.table.Unbind(ctx, mw.w))
+	err := mw.pd.dev.table.Unbind(ctx, mw.w)
+	if errors.Is(err, mem.ErrDeallocated) {
+		return wrapAs(ErrMWDeallocated, err)
+	}
+	return wrapAs(nil, err)
 }
 
 // Dealloc unbinds the window and frees its STag (ibv_dealloc_mw), waiting
@@ -161,13 +171,27 @@ func (mw *MW) Close() error { return mw.Dealloc(context.Background()) }
 // and n outside mr, mr not the current STag of a region of the QP's PD);
 // a bind that fails when it executes returns a *WRError with
 // StatusLocalProtection whose error matches ErrMWType, ErrMWBound,
-// ErrMWAccess, ErrMWPD, ErrMWRegion or ErrMWSTag.
+// ErrMWAccess, ErrMWPD, ErrMWRegion or ErrMWSTag. A deallocated window
+// fails with ErrMWDeallocated. With ctx ended already, BindMW posts
+// nothing and returns ctx's error; if ctx ends while it waits, the WR
+// stays posted and may still bind the window (as for Do): MW.Bound and
+// MW.Remote tell.
 func (qp *QP) BindMW(ctx context.Context, mw *MW, mr *MR, off, n int, access Access) (RemoteBuffer, error) {
 	switch {
 	case mw == nil:
 		return RemoteBuffer{}, wrapAs(ErrInvalidWR, rdmap.ErrBindNoWindow)
 	case mr == nil:
 		return RemoteBuffer{}, wrapAs(ErrInvalidWR, rdmap.ErrBindSGE)
+	case mw.w.Deallocated():
+		return RemoteBuffer{}, wrapAs(ErrMWDeallocated, mem.ErrDeallocated)
+	case off < 0 || n < 0 || off > mr.Len() || mr.Len()-off < n || uint64(n) > math.MaxUint32:
+		// The SGE's length is a uint32: check n before it is truncated.
+		return RemoteBuffer{}, wrapAs(ErrInvalidWR, errBindRange)
+	}
+	// A bind posted is a bind done, whatever the wait: with ctx ended
+	// already, post nothing.
+	if err := ctx.Err(); err != nil {
+		return RemoteBuffer{}, err
 	}
 	wr := SendWR{Op: OpBindWindow, Window: mw.STag(), Access: access, SGL: []SGE{mr.SGE(off, n)}}
 	if err := qp.do(ctx, wr); err != nil {

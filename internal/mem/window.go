@@ -85,6 +85,13 @@ func (w *Window) Bound() bool {
 	return v != nil && v.Valid()
 }
 
+// Deallocated reports whether the window's deallocation has begun.
+func (w *Window) Deallocated() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.dead
+}
+
 // Binding returns the window's current (or last) binding, valid or not, or
 // nil if it was never bound.
 func (w *Window) Binding() *Region { return w.view.Load() }
@@ -332,9 +339,16 @@ func (t *Table) BeginUnbind(w *Window) *Invalidation {
 
 // Unbind is BeginUnbind, then waits like Invalidate (with the same end when
 // ctx ends): when it returns nil, no byte moves through the window any
-// more.
+// more. On a deallocated window it waits for the deallocation's drain the
+// same way and then returns ErrDeallocated.
 func (t *Table) Unbind(ctx context.Context, w *Window) error {
+	w.mu.Lock()
+	dead := w.dead
+	w.mu.Unlock()
 	_, err := t.BeginUnbind(w).complete(ctx, "unbind")
+	if err == nil && dead {
+		return ErrDeallocated
+	}
 	return err
 }
 
