@@ -2,22 +2,22 @@
 // atomics: several client processes update one server's memory without the
 // server's CPU taking part in any update.
 //
-// The server registers an 8-byte aligned region of three 64-bit words with
-// remote atomic, read and write access:
+// The server registers three 64-bit words (PD.RegisterWords, aligned as
+// remote atomics require) with remote atomic, read and write access:
 //
-//	offset  0: a spinlock (0 = free, otherwise the holder's id)
-//	offset  8: a counter updated only with remote FetchAdd
-//	offset 16: a plain counter (little-endian) updated by RDMA Read and
-//	           RDMA Write, guarded by the spinlock
+//	word 0 (offset  0): a spinlock (0 = free, otherwise the holder's id)
+//	word 1 (offset  8): a counter updated only with remote FetchAdd
+//	word 2 (offset 16): a plain counter (little-endian) updated by RDMA Read
+//	                    and RDMA Write, guarded by the spinlock
 //
-// It accepts any number of connections and, as the first message on each,
-// Sends the region's RemoteBuffer (RemoteBuffer.MarshalBinary); the client
-// posts a receive for it before connecting. Each client then does N
-// FetchAdds on the counter, and N rounds of "CompareSwap the lock from 0 to
-// my id, Read the plain counter, add one, Write it back, CompareSwap the lock
-// back to 0". RDMAP processes the messages of one connection in order (RFC
-// 7306 §7), so the Write is placed before the releasing CompareSwap, and the
-// next holder's Read sees it.
+// It accepts any number of connections with Listener.Serve, which
+// advertises the region in the MPA private data of each (ServeConfig.Memory);
+// a client connects with Dial and finds the region with QP.PeerMemory. Each
+// client then does N FetchAdds on the counter, and N rounds of "CompareSwap
+// the lock from 0 to my id, Read the plain counter, add one, Write it back,
+// CompareSwap the lock back to 0". RDMAP processes the messages of one
+// connection in order (RFC 7306 §7), so the Write is placed before the
+// releasing CompareSwap, and the next holder's Read sees it.
 //
 // Run it:
 //
@@ -39,22 +39,22 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strconv"
-	"sync"
+	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/goiwarp/iwarp"
 )
 
-// Offsets of the three words of the shared region.
+// The three words of the shared region; word i is at offset 8*i.
 const (
-	lockOff    = 0
-	counterOff = 8
-	guardedOff = 16
-	regionLen  = 24
+	lockWord = iota
+	counterWord
+	guardedWord
+	regionWords
 )
 
 // run parses the command line and runs the server, one client or the demo.
@@ -128,28 +128,24 @@ func demo(ctx context.Context, clients, n int) (counter, guarded uint64, err err
 	if err != nil {
 		return 0, 0, err
 	}
-	counter, guarded, err = s.counts()
-	if want := uint64(clients * n); err == nil && (counter != want || guarded != want) {
+	counter, guarded = s.counts()
+	if want := uint64(clients * n); counter != want || guarded != want {
 		err = fmt.Errorf("counters %d and %d, want %d", counter, guarded, want)
 	}
 	return counter, guarded, err
 }
 
-// server owns the shared region and serves its RemoteBuffer to every
-// connection.
+// server owns the shared region and advertises it to every connection.
 type server struct {
 	ln     *iwarp.Listener
-	pd     *iwarp.PD
+	dev    *iwarp.Device
 	region *iwarp.MR
-	adv    *iwarp.MR // the region's RemoteBuffer encoding, the first message
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	qps    map[*iwarp.QP]bool
+	words  []uint64 // the region's words
+	stop   context.CancelFunc
+	served chan error // Serve's return
 }
 
-// startServer registers the region, listens on addr and accepts
+// startServer registers the region, listens on addr and serves
 // connections in the background until Close.
 func startServer(addr string) (*server, error) {
 	dev := iwarp.NewDevice(nil)
@@ -157,18 +153,8 @@ func startServer(addr string) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Remote atomics need 8-byte aligned memory: allocate words.
-	words := make([]uint64, regionLen/8)
-	buf := unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), regionLen)
-	region, err := pd.RegisterMemory(buf, iwarp.AccessRemoteAtomic|iwarp.AccessRemoteRead|iwarp.AccessRemoteWrite)
-	if err != nil {
-		return nil, err
-	}
-	enc, err := region.Remote().MarshalBinary()
-	if err != nil {
-		return nil, err
-	}
-	adv, err := pd.RegisterMemory(enc, 0)
+	// Remote atomics need 8-byte aligned words.
+	region, words, err := pd.RegisterWords(regionWords, iwarp.AccessRemoteAtomic|iwarp.AccessRemoteRead|iwarp.AccessRemoteWrite)
 	if err != nil {
 		return nil, err
 	}
@@ -176,101 +162,58 @@ func startServer(addr string) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &server{ln: ln, pd: pd, region: region, adv: adv, ctx: ctx, cancel: cancel, qps: make(map[*iwarp.QP]bool)}
-	s.wg.Add(1)
-	go s.acceptLoop()
+	ctx, stop := context.WithCancel(context.Background())
+	s := &server{ln: ln, dev: dev, region: region, words: words, stop: stop, served: make(chan error, 1)}
+	// Serve accepts every connection on a QP of its own, with the region
+	// advertised in the MPA private data. The server posts no receives:
+	// the clients only use one-sided operations.
+	go func() {
+		s.served <- ln.Serve(ctx, &iwarp.ServeConfig{
+			Memory: []*iwarp.MR{region},
+			Handle: watch,
+			Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)), // requests it could not accept
+		})
+	}()
 	return s, nil
 }
 
-func (s *server) acceptLoop() {
-	defer s.wg.Done()
-	for {
-		req, err := s.ln.Accept(s.ctx)
-		if err != nil {
-			return // the listener was closed
-		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			if err := s.handle(req); err != nil && s.ctx.Err() == nil {
-				fmt.Fprintf(os.Stderr, "counter: connection from %v: %v\n", req.RemoteAddr(), err)
-			}
-		}()
+// watch keeps a connection until the client leaves, and reports any other
+// end of it.
+func watch(ctx context.Context, qp *iwarp.QP) {
+	select {
+	case <-qp.Done():
+	case <-ctx.Done():
+		return // the server is closing
 	}
-}
-
-// handle accepts one connection, Sends it the region's RemoteBuffer and
-// keeps the QP until the client leaves. The server posts no receives: the
-// clients only use one-sided operations after the first message.
-func (s *server) handle(req *iwarp.ConnRequest) error {
-	cq, err := s.pd.Device().NewCQ(2, nil)
-	if err != nil {
-		req.Reject(nil)
-		return err
+	if err := qp.Err(); ctx.Err() == nil && !errors.Is(err, iwarp.ErrPeerDisconnected) {
+		fmt.Fprintf(os.Stderr, "counter: connection from %v: %v\n", qp.Attributes().PeerAddr, err)
 	}
-	qp, err := s.pd.NewQP(&iwarp.QPConfig{SendCQ: cq, RecvCQ: cq, SendQueueDepth: 1, RecvQueueDepth: 1})
-	if err != nil {
-		req.Reject(nil)
-		return err
-	}
-	s.mu.Lock()
-	s.qps[qp] = true
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.qps, qp)
-		s.mu.Unlock()
-		qp.Close()
-		cq.Close()
-	}()
-	if err := req.Accept(s.ctx, qp, nil); err != nil {
-		return err
-	}
-	if err := qp.Send(s.ctx, s.adv.SGE(0, iwarp.RemoteBufferLen)); err != nil {
-		return err
-	}
-	<-qp.Done()
-	if err := qp.Err(); !errors.Is(err, iwarp.ErrPeerDisconnected) && !errors.Is(err, iwarp.ErrQPClosed) {
-		return err
-	}
-	return nil
 }
 
 // counts returns the FetchAdd counter and the lock-guarded counter.
-func (s *server) counts() (counter, guarded uint64, err error) {
+func (s *server) counts() (counter, guarded uint64) {
 	// Load the lock word first: the last client operation on the region is
 	// an atomic release, which orders every Write placed before it before
 	// this load (Go's memory model and the race detector see the
 	// synchronisation through the atomic word).
-	if _, err := s.region.AtomicLoad(lockOff); err != nil {
-		return 0, 0, err
-	}
-	if counter, err = s.region.AtomicLoad(counterOff); err != nil {
-		return 0, 0, err
-	}
-	if guarded, err = s.region.AtomicLoad(guardedOff); err != nil {
-		return 0, 0, err
-	}
-	// The clients store the plain counter little-endian; AtomicLoad gives
+	atomic.LoadUint64(&s.words[lockWord])
+	counter = atomic.LoadUint64(&s.words[counterWord])
+	// The clients store the plain counter little-endian; the word is in
 	// host order.
 	var b [8]byte
-	binary.NativeEndian.PutUint64(b[:], guarded)
-	return counter, binary.LittleEndian.Uint64(b[:]), nil
+	binary.NativeEndian.PutUint64(b[:], atomic.LoadUint64(&s.words[guardedWord]))
+	return counter, binary.LittleEndian.Uint64(b[:])
 }
 
-// Close stops listening, closes every connection and waits for the
-// handlers.
+// Close stops serving (closing every connection), stops listening and
+// releases the region.
 func (s *server) Close() error {
-	err := s.ln.Close()
-	s.cancel()
-	s.mu.Lock()
-	for qp := range s.qps {
-		qp.Close()
+	s.stop()
+	err := <-s.served
+	if errors.Is(err, context.Canceled) {
+		err = nil // Serve ended by stop
 	}
-	s.mu.Unlock()
-	s.wg.Wait()
-	return errors.Join(err, s.adv.Close(), s.region.Close())
+	return errors.Join(err, s.ln.Close(), s.region.Close(), s.dev.Close())
 }
 
 // runClient connects to the server at addr and does n FetchAdds and n
@@ -278,54 +221,24 @@ func (s *server) Close() error {
 func runClient(ctx context.Context, addr string, n int) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	dev := iwarp.NewDevice(nil)
-	pd, err := dev.AllocPD()
-	if err != nil {
-		return err
-	}
-	cq, err := dev.NewCQ(8, nil)
-	if err != nil {
-		return err
-	}
-	qp, err := pd.NewQP(&iwarp.QPConfig{SendCQ: cq, RecvCQ: cq, SendQueueDepth: 4, RecvQueueDepth: 4})
+	qp, err := iwarp.Dial(ctx, addr, nil)
 	if err != nil {
 		return err
 	}
 	defer qp.Close()
-
-	// The server Sends the region's RemoteBuffer at once: post the receive
-	// before connecting (a Send that finds no receive is fatal on iWARP).
-	advBuf := make([]byte, iwarp.RemoteBufferLen)
-	advMR, err := pd.RegisterMemory(advBuf, iwarp.AccessLocalWrite)
+	mem, err := qp.PeerMemory()
 	if err != nil {
 		return err
 	}
-	if err := qp.PostRecv(iwarp.RecvWR{ID: 1, SGL: []iwarp.SGE{advMR.SGE(0, len(advBuf))}}); err != nil {
-		return err
-	}
-	if err := qp.Connect(ctx, "tcp", addr, nil); err != nil {
-		return err
-	}
-	c, err := cq.Next(ctx)
+	lock, err := mem[0].Slice(8*lockWord, 8)
 	if err != nil {
 		return err
 	}
-	if c.Status != iwarp.StatusSuccess || c.Len != iwarp.RemoteBufferLen {
-		return fmt.Errorf("first message: %v, %d bytes: %v", c.Status, c.Len, c.Err)
-	}
-	var region iwarp.RemoteBuffer
-	if err := region.UnmarshalBinary(advBuf); err != nil {
-		return err
-	}
-	lock, err := region.Slice(lockOff, 8)
+	counter, err := mem[0].Slice(8*counterWord, 8)
 	if err != nil {
 		return err
 	}
-	counter, err := region.Slice(counterOff, 8)
-	if err != nil {
-		return err
-	}
-	guarded, err := region.Slice(guardedOff, 8)
+	guarded, err := mem[0].Slice(8*guardedWord, 8)
 	if err != nil {
 		return err
 	}
@@ -337,7 +250,7 @@ func runClient(ctx context.Context, addr string, n int) error {
 	}
 
 	local := make([]byte, 8)
-	localMR, err := pd.RegisterMemory(local, iwarp.AccessLocalWrite)
+	localMR, err := qp.PD().RegisterMemory(local, iwarp.AccessLocalWrite)
 	if err != nil {
 		return err
 	}

@@ -2,13 +2,16 @@
 // server's memory, and looks keys up in the server's hash table, without
 // the server's application taking part in any of it.
 //
-// The server registers two regions and advertises both in the MPA private
-// data of its Accept (two RemoteBuffer encodings and the bucket count):
+// The server registers two regions and accepts the client with
+// Listener.Serve, which advertises both in the MPA private data
+// (ServeConfig.Memory); the client connects with Dial and finds them with
+// QP.PeerMemory:
 //
 //   - a shared buffer with remote read and write access, holding a greeting
 //     the server wrote before registering it;
 //   - a hash table of fixed-size entries (open addressing, linear probing),
-//     filled before registration and exposed read-only.
+//     filled before registration and exposed read-only; its length tells
+//     the client the number of buckets.
 //
 // The client RDMA Reads the greeting, RDMA Writes its own data over it and
 // Reads it back (a Read issued after Writes on the same connection is
@@ -33,6 +36,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"log/slog"
+	"os"
 	"time"
 
 	"github.com/goiwarp/iwarp"
@@ -112,7 +117,7 @@ func loopback(ctx context.Context, keys, buckets int, stdout io.Writer) error {
 	seen := make(chan []byte, 1)
 	errc := make(chan error, 1)
 	go func() {
-		got, err := serve(ctx, ln, table, buckets)
+		got, err := serve(ctx, ln, table)
 		if err != nil {
 			cancel()
 		}
@@ -120,6 +125,9 @@ func loopback(ctx context.Context, keys, buckets int, stdout io.Writer) error {
 		errc <- err
 	}()
 	written, err := client(ctx, ln.Addr().String(), keys, stdout)
+	if err != nil {
+		cancel() // unblock the server
+	}
 	got, serr := <-seen, <-errc
 	if err := errors.Join(err, serr); err != nil {
 		return err
@@ -131,31 +139,15 @@ func loopback(ctx context.Context, keys, buckets int, stdout io.Writer) error {
 	return nil
 }
 
-// endpoint opens a Device, a PD, one CQ and a QP.
-func endpoint() (*iwarp.PD, *iwarp.CQ, *iwarp.QP, error) {
-	pd, err := iwarp.NewDevice(nil).AllocPD()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	cq, err := pd.Device().NewCQ(8, nil)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	qp, err := pd.NewQP(&iwarp.QPConfig{SendCQ: cq, RecvCQ: cq, SendQueueDepth: 4, RecvQueueDepth: 4})
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return pd, cq, qp, nil
-}
-
 // serve exposes the shared buffer and the table to one client and returns
 // the shared buffer's contents once the client's message arrived.
-func serve(ctx context.Context, ln *iwarp.Listener, table []byte, buckets int) ([]byte, error) {
-	pd, cq, qp, err := endpoint()
+func serve(ctx context.Context, ln *iwarp.Listener, table []byte) ([]byte, error) {
+	dev := iwarp.NewDevice(nil)
+	defer dev.Close()
+	pd, err := dev.AllocPD()
 	if err != nil {
 		return nil, err
 	}
-	defer qp.Close()
 	// Memory a peer reads is written before it is registered.
 	shared := make([]byte, 4096)
 	copy(shared, greeting)
@@ -174,28 +166,44 @@ func serve(ctx context.Context, ln *iwarp.Listener, table []byte, buckets int) (
 	if err != nil {
 		return nil, err
 	}
-	if err := qp.PostRecv(iwarp.RecvWR{ID: 1, SGL: []iwarp.SGE{msgMR.SGE(0, 4)}}); err != nil {
-		return nil, err
-	}
+	defer msgMR.Close()
 
-	pdata, _ := sharedMR.Remote().AppendBinary(nil)
-	pdata, _ = tableMR.Remote().AppendBinary(pdata)
-	pdata = binary.BigEndian.AppendUint32(pdata, uint32(buckets))
-	req, err := ln.Accept(ctx)
-	if err != nil {
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var (
+		served bool // the Handle ran
+		got    []byte
+		herr   error
+	)
+	err = ln.Serve(sctx, &iwarp.ServeConfig{
+		Memory: []*iwarp.MR{sharedMR, tableMR},
+		Prepare: func(qp *iwarp.QP) error {
+			return qp.PostRecv(iwarp.RecvWR{ID: 1, SGL: []iwarp.SGE{msgMR.SGE(0, 4)}})
+		},
+		Handle: func(ctx context.Context, qp *iwarp.QP) {
+			got, herr = awaitClient(ctx, qp, shared, msgMR.Bytes())
+			served = true
+			stop() // one client is the whole run
+		},
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)),
+	})
+	if !served {
 		return nil, err
 	}
-	if err := req.Accept(ctx, qp, &iwarp.ConnOptions{PrivateData: pdata}); err != nil {
-		return nil, err
-	}
-	c, err := cq.Next(ctx)
+	return got, herr
+}
+
+// awaitClient waits for the client's message (msg, the number of bytes it
+// wrote) and its disconnection, and returns what it wrote into shared.
+func awaitClient(ctx context.Context, qp *iwarp.QP, shared, msg []byte) ([]byte, error) {
+	c, err := qp.RecvCQ().Next(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if c.Status != iwarp.StatusSuccess || c.Len != 4 {
 		return nil, fmt.Errorf("receive: %v, %d bytes: %v", c.Status, c.Len, c.Err)
 	}
-	n := int(binary.BigEndian.Uint32(msgMR.Bytes()))
+	n := int(binary.BigEndian.Uint32(msg))
 	if n > len(shared) {
 		return nil, fmt.Errorf("the client claims to have written %d bytes", n)
 	}
@@ -251,23 +259,21 @@ func (c *kvClient) get(ctx context.Context, key string) (value string, found boo
 // client runs the client's side and returns what it wrote into the
 // server's shared buffer.
 func client(ctx context.Context, addr string, keys int, stdout io.Writer) ([]byte, error) {
-	pd, _, qp, err := endpoint()
+	qp, err := iwarp.Dial(ctx, addr, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer qp.Close()
-	if err := qp.Connect(ctx, "tcp", addr, nil); err != nil {
+	mem, err := qp.PeerMemory()
+	if err != nil {
 		return nil, err
 	}
-	pdata := qp.Attributes().PeerPrivateData
-	if len(pdata) != 2*iwarp.RemoteBufferLen+4 {
-		return nil, fmt.Errorf("private data of %d bytes", len(pdata))
+	if len(mem) != 2 || mem[1].Len == 0 || mem[1].Len%entrySize != 0 {
+		return nil, fmt.Errorf("the server advertised %v, want a shared buffer and a table of %d-byte buckets", mem, entrySize)
 	}
-	var shared, table iwarp.RemoteBuffer
-	if err := errors.Join(shared.UnmarshalBinary(pdata[:16]), table.UnmarshalBinary(pdata[16:32])); err != nil {
-		return nil, err
-	}
-	kv := &kvClient{qp: qp, table: table, buckets: int(binary.BigEndian.Uint32(pdata[32:]))}
+	shared, table := mem[0], mem[1]
+	kv := &kvClient{qp: qp, table: table, buckets: int(table.Len / entrySize)}
+	pd := qp.PD()
 
 	// Read the server's greeting.
 	local := make([]byte, 1024)

@@ -4,9 +4,12 @@
 // is.
 //
 // The receiver registers a ring of K slots of S bytes with remote write
-// access and posts K zero-length receives: Immediate Data consumes a
-// receive but places nothing in it. It advertises the ring in the MPA
-// private data of its Accept (RemoteBuffer encoding, then K and S).
+// access and accepts the sender's connection with Listener.Serve, which
+// advertises the ring in the MPA private data (ServeConfig.Memory) and,
+// before accepting, posts K zero-length receives (ServeConfig.Prepare):
+// Immediate Data consumes a receive but places nothing in it. The sender,
+// given the same K and S, connects with Dial, finds the ring with
+// QP.PeerMemory and checks that it is K × S bytes.
 //
 // The sender starts with K credits. For each message it takes a credit and
 // writes the message into the next slot with WriteWithImmediate, the
@@ -32,6 +35,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
 	"time"
 
 	"github.com/goiwarp/iwarp"
@@ -128,6 +133,9 @@ func loopback(ctx context.Context, cfg config) (stats, error) {
 	start := time.Now()
 	sent, err := send(ctx, ln.Addr().String(), cfg)
 	elapsed := time.Since(start)
+	if err != nil {
+		cancel() // unblock the receiver
+	}
 	r := <-done
 	if err := errors.Join(r.err, err); err != nil {
 		return stats{}, err
@@ -162,58 +170,60 @@ func checkMessage(p []byte, seq, slotSize int) error {
 	return nil
 }
 
-// newQP opens a Device, a PD, one CQ and a QP with the given queue depths.
-func newQP(sendDepth, recvDepth int) (*iwarp.PD, *iwarp.CQ, *iwarp.QP, error) {
-	pd, err := iwarp.NewDevice(nil).AllocPD()
-	if err != nil {
-		return nil, nil, nil, err
+// postRecvs posts n zero-length receives, with IDs 0 to n-1.
+func postRecvs(qp *iwarp.QP, n int) error {
+	wrs := make([]iwarp.RecvWR, n)
+	for i := range wrs {
+		wrs[i].ID = uint64(i)
 	}
-	cq, err := pd.Device().NewCQ(sendDepth+recvDepth, nil)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	qp, err := pd.NewQP(&iwarp.QPConfig{SendCQ: cq, RecvCQ: cq, SendQueueDepth: sendDepth, RecvQueueDepth: recvDepth})
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return pd, cq, qp, nil
+	return qp.PostRecv(wrs...)
 }
 
-// receive accepts one connection, exposes the ring and consumes
+// receive serves one connection: it exposes the ring and consumes
 // cfg.messages messages in order, returning credits as it goes. It returns
 // the number of credit messages it sent.
 func receive(ctx context.Context, ln *iwarp.Listener, cfg config) (int, error) {
-	pd, cq, qp, err := newQP(1, cfg.slots)
+	dev := iwarp.NewDevice(nil)
+	defer dev.Close()
+	pd, err := dev.AllocPD()
 	if err != nil {
 		return 0, err
 	}
-	defer qp.Close()
 	ring := make([]byte, cfg.slots*cfg.slotSize)
 	ringMR, err := pd.RegisterMemory(ring, iwarp.AccessRemoteWrite)
 	if err != nil {
 		return 0, err
 	}
 	defer ringMR.Close()
-	// One zero-length receive per slot, posted before accepting.
-	for i := 0; i < cfg.slots; i++ {
-		if err := qp.PostRecv(iwarp.RecvWR{ID: uint64(i)}); err != nil {
-			return 0, err
-		}
-	}
-	pdata, err := ringMR.Remote().MarshalBinary()
-	if err != nil {
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var (
+		served     bool // the Handle ran
+		creditMsgs int
+		herr       error
+	)
+	err = ln.Serve(sctx, &iwarp.ServeConfig{
+		Memory:  []*iwarp.MR{ringMR},
+		QP:      iwarp.QPConfig{SendQueueDepth: 1, RecvQueueDepth: cfg.slots},
+		Prepare: func(qp *iwarp.QP) error { return postRecvs(qp, cfg.slots) }, // one per slot
+		Handle: func(ctx context.Context, qp *iwarp.QP) {
+			creditMsgs, herr = consume(ctx, qp, ring, cfg)
+			served = true
+			stop() // one connection is the whole run
+		},
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)),
+	})
+	if !served {
 		return 0, err
 	}
-	pdata = binary.BigEndian.AppendUint32(pdata, uint32(cfg.slots))
-	pdata = binary.BigEndian.AppendUint32(pdata, uint32(cfg.slotSize))
-	req, err := ln.Accept(ctx)
-	if err != nil {
-		return 0, err
-	}
-	if err := req.Accept(ctx, qp, &iwarp.ConnOptions{PrivateData: pdata}); err != nil {
-		return 0, err
-	}
+	return creditMsgs, herr
+}
 
+// consume reads cfg.messages messages from the ring in order, returning
+// credits as it goes, and waits for the sender to disconnect. It returns the
+// number of credit messages it sent.
+func consume(ctx context.Context, qp *iwarp.QP, ring []byte, cfg config) (int, error) {
+	cq := qp.RecvCQ()
 	creditMsgs, freed := 0, 0
 	for seq := 0; seq < cfg.messages; seq++ {
 		c, err := cq.Next(ctx)
@@ -263,44 +273,34 @@ func send(ctx context.Context, addr string, cfg config) (int, error) {
 	// Credit messages outstanding: at most K/batch full batches plus the
 	// final partial one.
 	creditRecvs := cfg.slots/cfg.batch + 1
-	pd, cq, qp, err := newQP(1, creditRecvs)
+	qp, err := iwarp.Dial(ctx, addr, &iwarp.DialConfig{
+		QP:      iwarp.QPConfig{SendQueueDepth: 1, RecvQueueDepth: creditRecvs},
+		Prepare: func(qp *iwarp.QP) error { return postRecvs(qp, creditRecvs) },
+	})
 	if err != nil {
 		return 0, err
 	}
 	defer qp.Close()
-	for i := 0; i < creditRecvs; i++ {
-		if err := qp.PostRecv(iwarp.RecvWR{ID: uint64(i)}); err != nil {
-			return 0, err
-		}
-	}
-	if err := qp.Connect(ctx, "tcp", addr, nil); err != nil {
+	mem, err := qp.PeerMemory()
+	if err != nil {
 		return 0, err
 	}
-	pdata := qp.Attributes().PeerPrivateData
-	var ring iwarp.RemoteBuffer
-	if len(pdata) != iwarp.RemoteBufferLen+8 {
-		return 0, fmt.Errorf("private data of %d bytes", len(pdata))
-	}
-	if err := ring.UnmarshalBinary(pdata[:iwarp.RemoteBufferLen]); err != nil {
-		return 0, err
-	}
-	slots := int(binary.BigEndian.Uint32(pdata[16:]))
-	slotSize := int(binary.BigEndian.Uint32(pdata[20:]))
-	if slots < 1 || slotSize < 8 || int64(ring.Len) < int64(slots)*int64(slotSize) {
-		return 0, fmt.Errorf("receiver advertised %d slots of %d bytes in %d bytes", slots, slotSize, ring.Len)
+	ring := mem[0]
+	if int64(ring.Len) != int64(cfg.slots)*int64(cfg.slotSize) {
+		return 0, fmt.Errorf("receiver advertised a ring of %d bytes, not %d slots of %d bytes", ring.Len, cfg.slots, cfg.slotSize)
 	}
 
-	src := make([]byte, slotSize)
-	srcMR, err := pd.RegisterMemory(src, 0)
+	src := make([]byte, cfg.slotSize)
+	srcMR, err := qp.PD().RegisterMemory(src, 0)
 	if err != nil {
 		return 0, err
 	}
 	defer srcMR.Close()
 
-	credits, total := slots, 0
+	credits, total := cfg.slots, 0
 	// waitCredits blocks for the receiver's next acknowledgement.
 	waitCredits := func() error {
-		c, err := cq.Next(ctx)
+		c, err := qp.RecvCQ().Next(ctx)
 		if err != nil {
 			return err
 		}
@@ -317,10 +317,10 @@ func send(ctx context.Context, addr string, cfg config) (int, error) {
 			}
 		}
 		credits--
-		slot := seq % slots
+		slot := seq % cfg.slots
 		// src is ours again: the previous WriteWithImmediate completed.
 		p := message(src, seq)
-		dst, err := ring.Slice(uint32(slot*slotSize), uint32(slotSize))
+		dst, err := ring.Slice(uint32(slot*cfg.slotSize), uint32(cfg.slotSize))
 		if err != nil {
 			return total, err
 		}
@@ -331,13 +331,13 @@ func send(ctx context.Context, addr string, cfg config) (int, error) {
 		total += len(p)
 	}
 	// Every message is consumed when all the credits are back.
-	for credits < slots {
+	for credits < cfg.slots {
 		if err := waitCredits(); err != nil {
 			return total, err
 		}
 	}
-	if credits != slots {
-		return total, fmt.Errorf("%d credits back, ring has %d slots", credits, slots)
+	if credits != cfg.slots {
+		return total, fmt.Errorf("%d credits back, ring has %d slots", credits, cfg.slots)
 	}
 	return total, qp.Disconnect(ctx)
 }

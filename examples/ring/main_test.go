@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/goiwarp/iwarp"
 )
 
 // TestRing sends messages of every length through small rings, including
@@ -33,6 +35,31 @@ func TestRing(t *testing.T) {
 		if want := (cfg.messages + cfg.batch - 1) / cfg.batch; st.creditMsgs != want {
 			t.Fatalf("%+v: %d credit messages, want %d", cfg, st.creditMsgs, want)
 		}
+	}
+}
+
+// TestRingShape: a sender configured for another ring than the one the
+// receiver advertises (QP.PeerMemory) refuses it before sending, and the
+// receiver sees the connection end.
+func TestRingShape(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ln, err := iwarp.Listen("tcp", "127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	recvErr := make(chan error, 1)
+	go func() {
+		_, err := receive(ctx, ln, config{slots: 8, slotSize: 64, messages: 10, batch: 2})
+		recvErr <- err
+	}()
+	_, err = send(ctx, ln.Addr().String(), config{slots: 16, slotSize: 64, messages: 10, batch: 2})
+	if err == nil || !strings.Contains(err.Error(), "not 16 slots of 64 bytes") {
+		t.Fatalf("sender: %v, want it to refuse a ring of 8 slots", err)
+	}
+	if err := <-recvErr; err == nil {
+		t.Fatal("the receiver saw no error")
 	}
 }
 
