@@ -108,6 +108,9 @@ func (mw *MW) Bind(ctx context.Context, mr *MR, off, n int, access Access) (Remo
 	if mr == nil {
 		return RemoteBuffer{}, wrapAs(ErrMWRegion, mem.ErrWindowParent)
 	}
+	if mr.pd != mw.pd {
+		return RemoteBuffer{}, wrapAs(ErrMWPD, mem.ErrWindowPD)
+	}
 	if off < 0 || n < 0 || off > mr.Len() || mr.Len()-off < n {
 		return RemoteBuffer{}, ErrRange
 	}
@@ -182,6 +185,13 @@ func (qp *QP) BindMW(ctx context.Context, mw *MW, mr *MR, off, n int, access Acc
 		return RemoteBuffer{}, wrapAs(ErrInvalidWR, rdmap.ErrBindNoWindow)
 	case mr == nil:
 		return RemoteBuffer{}, wrapAs(ErrInvalidWR, rdmap.ErrBindSGE)
+	case mw.pd.dev != qp.pd.dev:
+		// The WR names the window by its STag in the QP's Device's table,
+		// where another Device's STag names nothing or another window.
+		return RemoteBuffer{}, wrapAs(ErrMWPD, rdmap.ErrBindPD)
+	case mr.pd.dev != qp.pd.dev:
+		// Likewise the SGE names the region by its STag.
+		return RemoteBuffer{}, wrapAs(ErrInvalidWR, rdmap.ErrPD)
 	case mw.w.Deallocated():
 		return RemoteBuffer{}, wrapAs(ErrMWDeallocated, mem.ErrDeallocated)
 	case off < 0 || n < 0 || off > mr.Len() || mr.Len()-off < n || uint64(n) > math.MaxUint32:

@@ -80,3 +80,31 @@ func TestReview7DeallocatedWindowCalls(t *testing.T) {
 		t.Errorf("BindMW after Dealloc: %v", err)
 	}
 }
+
+// TestReview7WindowOfAnotherDevice: a window and a region are named by
+// STags, which mean something in their own Device's table only. QP.BindMW
+// of another Device's window must not look its STag up in the QP's
+// Device (where it names nothing or, by chance, another window), and
+// MW.Bind to another Device's region is a region of another PD.
+func TestReview7WindowOfAnotherDevice(t *testing.T) {
+	_, b := connectPair(t, nil, nil)
+	ctx := ctx10(t)
+	other := newEndpoint(t)
+	parent := mwParent(t, b, 64, mwParentAccess)
+	otherParent := mwParent(t, other, 64, mwParentAccess)
+	otherMW, err := other.pd.AllocMW(iwarp.WindowType2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.qp.BindMW(ctx, otherMW, parent, 0, 8, iwarp.AccessRemoteRead); !errors.Is(err, iwarp.ErrMWPD) || otherMW.Bound() {
+		t.Errorf("BindMW of another Device's window: %v", err)
+	}
+	mw, _ := b.pd.AllocMW(iwarp.WindowType2)
+	if _, err := b.qp.BindMW(ctx, mw, otherParent, 0, 8, iwarp.AccessRemoteRead); !errors.Is(err, iwarp.ErrInvalidWR) || mw.Bound() {
+		t.Errorf("BindMW to another Device's region: %v", err)
+	}
+	w1, _ := b.pd.AllocMW(iwarp.WindowType1)
+	if _, err := w1.Bind(ctx, otherParent, 0, 8, iwarp.AccessRemoteRead); !errors.Is(err, iwarp.ErrMWPD) || w1.Bound() {
+		t.Errorf("Bind to another Device's region: %v", err)
+	}
+}
