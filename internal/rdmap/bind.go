@@ -78,12 +78,32 @@ func (c *Core) bindWindow(e *sqEntry) {
 		return
 	}
 	s := &e.sgl[0]
-	_, old, err := t.BeginBindAt(w, s.Region, e.gens[0], s.Region.Base()+s.Off, uint64(s.Len), e.wr.Access)
+	stag, old, err := t.BeginBindAt(w, s.Region, e.gens[0], s.Region.Base()+s.Off, uint64(s.Len), e.wr.Access)
 	if err != nil {
 		fail(err)
 		return
 	}
+	// From here on the WR's Window is the window's new STag: what undoBind
+	// ends if the completion is not to report the bind.
+	e.wr.Window = uint32(stag)
 	if old != nil && !old.Drained() {
 		c.waitFor(e, old)
+	}
+}
+
+// undoBind ends the binding a bind WR made, if it is still the window's
+// current one, without waiting. It is for a bind WR whose completion waited
+// for the window's old binding to drain when the QP failed: that
+// completion reports the WR flushed (stopDrains), and a flushed bind must
+// not leave the window bound under an STag the application was never
+// given (it would not unbind it, and a type 2 window would refuse its next
+// bind with ErrWindowBound).
+func (c *Core) undoBind(e *sqEntry) {
+	t := c.cfg.Table
+	stag := mem.STag(e.wr.Window)
+	if w := t.LookupWindow(stag); w != nil && w.STag() == stag {
+		if v := w.Binding(); v != nil && v.Window() == w {
+			t.BeginInvalidate(v, stag)
+		}
 	}
 }

@@ -84,3 +84,88 @@ func TestReview7WindowUnbindMidSegment(t *testing.T) {
 		}
 	}
 }
+
+// TestReview7BindFlushedAfterItRan: a type 2 bind WR whose window's old
+// binding is still draining (a Read Response another QP sends from it)
+// binds at once and defers its completion. If this QP then fails, the
+// completion must not report the bind as not done (flushed) while the
+// window stays bound under a new STag: the application, told the bind did
+// not happen, would never unbind a window that exposes its parent.
+//
+// The fix is bind.go's undoBind, which stopDrains (complete.go) must call
+// for a bind WR before it reports it flushed: until it does, the test is
+// skipped.
+func TestReview7BindFlushedAfterItRan(t *testing.T) {
+	t.Skip("needs complete.go: stopDrains calls c.undoBind(e) for an OpBindWindow entry (review 7)")
+	o := defaults()
+	o.framing.CRC = false // the response's octets are referenced, not copied
+	x, p, table := single(t, o)
+	c := newCore(t, table, defaults())
+	parent := region(t, table, testPD, 64<<10, 3, bindParentAccess)
+	w, _ := table.AllocWindow(testPD, mem.WindowType2)
+	s1, err := table.Bind(w, parent, parent.Base(), 64<<10, mem.AccessRemoteRead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// x holds a lease on the old binding: a Read Response it has not sent.
+	rxAll(x, p.frame(cat(untagged(1, true, 0, 1, 1, 0), readReqHdr(0x6600, 0, 64<<10, uint32(s1), parent.Base()))), 1<<20)
+	bufs := x.TxBufs(nil)
+	old := table.BeginUnbind(w)
+	if old.Drained() {
+		t.Fatal("the unbind did not wait for the response")
+	}
+	post(t, c, bindWR(5, w, parent, 0, 64, mem.AccessRemoteRead))
+	c.TxBufs(nil) // runs the bind
+	if !w.Bound() {
+		t.Fatal("the bind did not run")
+	}
+	c.Close()
+	got := poll(c)
+	if len(got) != 1 || got[0].ID != 5 {
+		t.Fatalf("completions %+v", got)
+	}
+	if got[0].Status != rdma.StatusSuccess && w.Bound() {
+		t.Fatalf("the bind WR completed %v (%v), yet the window is bound under %#x", got[0].Status, got[0].Err, uint32(w.STag()))
+	}
+	x.TxDone(bufsLen(bufs))
+	txAll(x)
+}
+
+// TestReview7UndoBind: undoBind ends the binding the bind WR made (its
+// entry's Window is the new STag once the bind ran), and nothing else: not
+// a later binding of the window.
+func TestReview7UndoBind(t *testing.T) {
+	o := defaults()
+	o.framing.CRC = false
+	c, p, table := single(t, o)
+	parent := region(t, table, testPD, 64<<10, 3, bindParentAccess)
+	w, _ := table.AllocWindow(testPD, mem.WindowType2)
+	s1, err := table.Bind(w, parent, parent.Base(), 64<<10, mem.AccessRemoteRead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rxAll(c, p.frame(cat(untagged(1, true, 0, 1, 1, 0), readReqHdr(0x6600, 0, 64<<10, uint32(s1), parent.Base()))), 1<<20)
+	bufs := c.TxBufs(nil)
+	table.BeginUnbind(w)
+	post(t, c, bindWR(5, w, parent, 0, 64, mem.AccessRemoteRead))
+	seq := c.sqTail - 1
+	c.TxDone(bufsLen(bufs) / 2)
+	c.TxBufs(nil) // runs the bind; its completion waits
+	e := c.entry(seq)
+	if !w.Bound() || e.wr.Window != uint32(w.STag()) || e.inv == nil {
+		t.Fatalf("after the bind: bound %v, entry's Window %#x, window %#x", w.Bound(), e.wr.Window, uint32(w.STag()))
+	}
+	c.undoBind(e)
+	if w.Bound() {
+		t.Fatal("undoBind left the window bound")
+	}
+	s3, err := table.Bind(w, parent, parent.Base(), 8, mem.AccessRemoteRead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.undoBind(e)
+	if !w.Bound() || w.STag() != s3 {
+		t.Fatal("undoBind ended a later binding")
+	}
+	txAll(c)
+}
