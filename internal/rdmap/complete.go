@@ -83,6 +83,10 @@ func (c *Core) advanceRecv() {
 func (c *Core) stopDrains() {
 	for seq := c.sqDone; seq < c.sqTail; seq++ {
 		if e := c.entry(seq); e.inv != nil {
+			if e.wr.Op == rdma.OpBindWindow {
+				// Reported flushed: the binding it made must not stay.
+				c.undoBind(e)
+			}
 			e.inv = nil
 			c.deferred--
 			e.complete, e.status, e.err = true, rdma.StatusFlushed, c.err

@@ -96,7 +96,6 @@ func TestReview7WindowUnbindMidSegment(t *testing.T) {
 // for a bind WR before it reports it flushed: until it does, the test is
 // skipped.
 func TestReview7BindFlushedAfterItRan(t *testing.T) {
-	t.Skip("needs complete.go: stopDrains calls c.undoBind(e) for an OpBindWindow entry (review 7)")
 	o := defaults()
 	o.framing.CRC = false // the response's octets are referenced, not copied
 	x, p, table := single(t, o)
