@@ -79,6 +79,10 @@ func (mr *MR) RemoteSlice(off, n int) (RemoteBuffer, error) {
 // the old STag). Whether off and n lie in the region is checked when the
 // SGE is posted.
 func (mr *MR) SGE(off, n int) SGE {
+	if off < 0 || n < 0 || uint64(n) > 1<<32-1 {
+		// Not representable: an SGE that every post refuses (ErrInvalidWR).
+		return SGE{STag: mr.STag(), Offset: ^uint64(0), Length: ^uint32(0)}
+	}
 	return SGE{STag: mr.STag(), Offset: uint64(off), Length: uint32(n)}
 }
 

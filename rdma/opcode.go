@@ -107,9 +107,10 @@ var variants = [...][]SendFlags{
 
 // ValidFlags reports whether f's Solicited, Invalidate and WithImmediate
 // bits make a variant of o that exists (Signaled, Fence and Inline go with
-// any operation; whether Inline fits is for the queue to say).
+// any operation; whether Inline fits is for the queue to say). A bit that
+// is no flag makes it false.
 func ValidFlags(o Opcode, f SendFlags) bool {
-	if int(o) >= len(variants) {
+	if int(o) >= len(variants) || f&^(Signaled|Fence|Inline|modifiers) != 0 {
 		return false
 	}
 	for _, v := range variants[o] {

@@ -65,8 +65,9 @@ func newGuarded(size, guard int) (region []byte, g guarded) {
 // newServer registers the served region of size bytes and the conform
 // suite's regions (a read-only and a write-only one, one in another
 // protection domain, an invalidated STag and a re-keyed region's old
-// STag), and builds the advertisement: the main region first, in rping's
-// encoding, so that a client reading only 16 bytes finds it.
+// STag) and memory windows (appendWindows), and builds the advertisement:
+// the main region first, in rping's encoding, so that a client reading
+// only 16 bytes finds it.
 func newServer(size, guard int, out io.Writer) (*server, error) {
 	dev := iwarp.NewDevice(nil)
 	pd, err := dev.AllocPD()
@@ -117,6 +118,9 @@ func newServer(size, guard int, out io.Writer) (*server, error) {
 	}
 	for _, r := range []iwarp.RemoteBuffer{s.mr.Remote(), ro.Remote(), op.Remote(), deadRemote, oldRemote, wo.Remote()} {
 		s.advert, _ = r.AppendBinary(s.advert)
+	}
+	if err := s.appendWindows(guard); err != nil {
+		return nil, err
 	}
 	return s, nil
 }

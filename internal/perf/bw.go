@@ -32,6 +32,7 @@ type bwQP struct {
 	spread  bool // Writes and Reads cycle through slots on both sides (Config.Slots)
 	credits int
 	wrs     []iwarp.SendWR
+	variant iwarp.SendFlags // the operation's variant flags (WithImmediate)
 	sgls    [][]iwarp.SGE
 	posted  uint64
 	done    uint64        // completed
@@ -92,9 +93,9 @@ func (ep *Endpoint) newBwQP(ctx context.Context, op Op, size, depth, slots int, 
 		case Send:
 			w.Op = iwarp.OpSend
 		case SendImm:
-			w.Op, w.Flags = iwarp.OpSend, w.Flags|iwarp.WithImmediate
+			w.Op, b.variant = iwarp.OpSend, iwarp.WithImmediate
 		case WriteImm:
-			w.Op, w.Flags = iwarp.OpWrite, w.Flags|iwarp.WithImmediate
+			w.Op, b.variant = iwarp.OpWrite, iwarp.WithImmediate
 		case Write:
 			w.Op = iwarp.OpWrite
 		case Read:
@@ -167,9 +168,9 @@ func (b *bwQP) post(n int) error {
 	for k := range n {
 		seq := b.posted + uint64(k)
 		w := &b.wrs[k]
-		w.ID, w.Immediate, w.Flags = seq, seq, 0
+		w.ID, w.Immediate, w.Flags = seq, seq, b.variant
 		if k == n-1 {
-			w.Flags = iwarp.Signaled
+			w.Flags |= iwarp.Signaled
 		}
 		if b.op.atomic() {
 			w.Compare, w.Swap = seq, seq+1

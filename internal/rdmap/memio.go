@@ -11,14 +11,15 @@ import "github.com/goiwarp/iwarp/internal/mem"
 // deregistered or re-keyed after the WR was posted: the WR then completes
 // with rdma.StatusLocalProtection and touches nothing.
 
-// copyFromSGL copies the SGL's bytes into dst (post time: the regions'
-// current generations), each SGE under a transient pin. It reports false
-// if a region is no longer valid.
-func copyFromSGL(dst []byte, sgl []Seg) bool {
+// copyFromSGL copies the SGL's bytes into dst (post time), each SGE under a
+// transient pin at the generation the post recorded (gens[i], read before
+// the key was compared): an old key never copies bytes written after a
+// re-key. It reports false if a region is no longer valid at it.
+func copyFromSGL(dst []byte, sgl []Seg, gens []mem.Gen) bool {
 	off := 0
 	for i := range sgl {
 		s := &sgl[i]
-		g := s.Region.Gen()
+		g := gens[i]
 		if !s.Region.Pin(g) {
 			return false
 		}

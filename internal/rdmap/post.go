@@ -59,7 +59,7 @@ func (c *Core) postOneSend(wr *SendWR) error {
 			return ErrInlineTooLong
 		}
 		buf := c.sqInline[slot*c.cfg.MaxInline : slot*c.cfg.MaxInline+int(total)]
-		if !copyFromSGL(buf, sgl) {
+		if !copyFromSGL(buf, sgl, gens) {
 			return ErrRegionInvalid
 		}
 		e.inline = buf
@@ -100,6 +100,9 @@ func (c *Core) checkSend(wr *SendWR, sgl []Seg) (uint64, error) {
 	}
 	if wr.Op == rdma.OpLocalInvalidate && len(sgl) != 0 {
 		return 0, ErrBadSGE
+	}
+	if read(wr) && wr.Flags&rdma.Invalidate != 0 && len(sgl) == 0 {
+		return 0, ErrBadSGE // Read with Invalidate invalidates its sink: it needs one
 	}
 	if wr.Op == rdma.OpBindWindow {
 		return 0, c.checkBind(wr, sgl) // nothing is sent
