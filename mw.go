@@ -233,7 +233,7 @@ func windowKind(err error) error {
 		{ErrMWPD, []error{mem.ErrWindowPD, rdmap.ErrBindPD}},
 		{ErrMWRegion, []error{mem.ErrWindowParent, mem.ErrParentInvalid, mem.ErrDeregistered}},
 		{ErrMWDeallocated, []error{mem.ErrDeallocated}},
-		{ErrMWSTag, []error{rdmap.ErrBindSTag}},
+		{ErrMWSTag, []error{rdmap.ErrBindSTag, mem.ErrWindowStale}},
 		{ErrRange, []error{mem.ErrWindowBounds, mem.ErrWindowEmpty}},
 	} {
 		for _, c := range m.cause {

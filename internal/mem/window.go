@@ -33,6 +33,7 @@ var (
 	ErrDeallocated      = errors.New("memory window is deallocated")
 	ErrWindowType1      = errors.New("a type 1 memory window cannot be invalidated: unbind it")
 	ErrWindowRekey      = errors.New("a memory window's binding cannot be re-keyed: bind the window again")
+	ErrWindowStale      = errors.New("not the current STag of the memory window")
 )
 
 // Window is a memory window (RFC 5040 §2, "Memory Window"): an STag of its
@@ -153,16 +154,18 @@ func windowAccess(typ WindowType) Access {
 // For type 2 the engine calls BeginBindAt when the bind work request
 // executes, in send-queue order.
 func (t *Table) BeginBind(w *Window, parent *Region, base, length uint64, access Access) (STag, *Invalidation, error) {
-	return t.beginBind(w, parent, base, length, access, 0, false)
+	return t.beginBind(w, parent, base, length, access, 0, 0, false)
 }
 
 // BeginBindAt is BeginBind that also requires parent to be at generation
-// gen (checked under the parent's mutex, with the other checks): the bind
-// of a work request whose SGE was resolved at post binds the registration
-// the post saw, or fails with ErrParentInvalid if it was invalidated,
-// re-keyed or deregistered since.
-func (t *Table) BeginBindAt(w *Window, parent *Region, gen Gen, base, length uint64, access Access) (STag, *Invalidation, error) {
-	return t.beginBind(w, parent, base, length, access, gen, true)
+// gen and the window's current STag to be want (both checked under the
+// mutexes, with the other checks): the bind of a work request whose SGE
+// was resolved at post binds the registration the post saw, or fails with
+// ErrParentInvalid if it was invalidated, re-keyed or deregistered since;
+// and it binds the window it named, or fails with ErrWindowStale if the
+// window was bound (or unbound by a bind) again since.
+func (t *Table) BeginBindAt(w *Window, want STag, parent *Region, gen Gen, base, length uint64, access Access) (STag, *Invalidation, error) {
+	return t.beginBind(w, parent, base, length, access, gen, want, true)
 }
 
 // LookupWindow returns the memory window whose table index is stag's,
@@ -175,7 +178,7 @@ func (t *Table) LookupWindow(stag STag) *Window {
 	return r.win
 }
 
-func (t *Table) beginBind(w *Window, parent *Region, base, length uint64, access Access, gen Gen, checkGen bool) (STag, *Invalidation, error) {
+func (t *Table) beginBind(w *Window, parent *Region, base, length uint64, access Access, gen Gen, want STag, checkAt bool) (STag, *Invalidation, error) {
 	if length == 0 {
 		if w.typ != WindowType1 {
 			return 0, nil, ErrWindowEmpty
@@ -205,11 +208,11 @@ func (t *Table) beginBind(w *Window, parent *Region, base, length uint64, access
 	}
 
 	parent.mu.Lock()
-	if checkGen && parent.Gen() != gen {
+	if checkAt && parent.Gen() != gen {
 		parent.mu.Unlock()
 		return 0, nil, ErrParentInvalid
 	}
-	stag, old, fns, err := t.bindLocked(w, parent, base, end, access)
+	stag, old, fns, err := t.bindLocked(w, parent, base, end, access, want, checkAt)
 	parent.mu.Unlock()
 	// fns may lock parent.mu (a binding's detach): run them after.
 	runAll(fns)
@@ -217,7 +220,7 @@ func (t *Table) beginBind(w *Window, parent *Region, base, length uint64, access
 }
 
 // bindLocked is the part of BeginBind under parent.mu.
-func (t *Table) bindLocked(w *Window, parent *Region, base, end uint64, access Access) (STag, *Invalidation, []func(), error) {
+func (t *Table) bindLocked(w *Window, parent *Region, base, end uint64, access Access, want STag, checkKey bool) (STag, *Invalidation, []func(), error) {
 	length := end - base
 	if parent.dead {
 		return 0, nil, nil, ErrDeregistered
@@ -246,6 +249,10 @@ func (t *Table) bindLocked(w *Window, parent *Region, base, end uint64, access A
 	if w.dead {
 		w.mu.Unlock()
 		return 0, nil, nil, ErrDeallocated
+	}
+	if checkKey && w.STag() != want {
+		w.mu.Unlock()
+		return 0, nil, nil, ErrWindowStale
 	}
 	var old *Invalidation
 	var fns []func()

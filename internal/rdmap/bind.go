@@ -78,7 +78,7 @@ func (c *Core) bindWindow(e *sqEntry) {
 		return
 	}
 	s := &e.sgl[0]
-	stag, old, err := t.BeginBindAt(w, s.Region, e.gens[0], s.Region.Base()+s.Off, uint64(s.Len), e.wr.Access)
+	stag, old, err := t.BeginBindAt(w, mem.STag(e.wr.Window), s.Region, e.gens[0], s.Region.Base()+s.Off, uint64(s.Len), e.wr.Access)
 	if err != nil {
 		fail(err)
 		return
